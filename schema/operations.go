@@ -27,13 +27,15 @@ type Operation struct {
 	Path       string // template relative to its server, e.g. /role/{roleId}/welcome
 	Server     Server
 	Summary    string
-	Idempotent bool   // x-idempotent: safe to repeat
-	Assumed    bool   // x-assumed: decided by design.md, not shown by the API document
-	Note       string // x-assumed-note
-	Secured    bool   // needs a bearer token
-	Params     []Param
-	Body       *Body
-	Responses  []Response // sorted by status; Status 0 is "default"
+	Idempotent bool // x-idempotent: safe to repeat
+	// IdempotencyKey names the body field (x-idempotency-key) a client fills when the caller leaves it out.
+	IdempotencyKey string
+	Assumed        bool   // x-assumed: decided by design.md, not shown by the API document
+	Note           string // x-assumed-note
+	Secured        bool   // needs a bearer token
+	Params         []Param
+	Body           *Body
+	Responses      []Response // sorted by status; Status 0 is "default"
 }
 
 // Param is one path or query parameter.
@@ -136,6 +138,7 @@ type rawOp struct {
 	OperationID string          `json:"operationId"`
 	Summary     string          `json:"summary"`
 	Idempotent  bool            `json:"x-idempotent"`
+	IdemKey     string          `json:"x-idempotency-key"`
 	Assumed     bool            `json:"x-assumed"`
 	Note        string          `json:"x-assumed-note"`
 	Security    json.RawMessage `json:"security"`
@@ -190,7 +193,7 @@ func parseOperations(doc []byte) ([]Operation, error) {
 			opPtr := pathPtr + "/" + m
 			op := Operation{
 				ID: ro.OperationID, Method: strings.ToUpper(m), Path: path, Server: server,
-				Summary: ro.Summary, Idempotent: ro.Idempotent, Assumed: ro.Assumed, Note: ro.Note,
+				Summary: ro.Summary, Idempotent: ro.Idempotent, IdempotencyKey: ro.IdemKey, Assumed: ro.Assumed, Note: ro.Note,
 				Secured: ro.Security == nil || strings.TrimSpace(string(ro.Security)) != "[]",
 			}
 			addParams := func(list []rawParam, base string) error {
