@@ -71,7 +71,7 @@ func TestOperations(t *testing.T) {
 		"listTrialCards": "GET /trial-cards", "getTrialCard": "GET /trial-cards/{clientKey}",
 		"upsertTrialCard": "PUT /trial-cards/{clientKey}", "deleteTrialCard": "DELETE /trial-cards/{clientKey}",
 		"getAuthorizationServerMetadata": "GET /.well-known/oauth-authorization-server",
-		"authorize": "GET /oauth/authorize", "registerClient": "POST /oauth/register",
+		"authorize":                      "GET /oauth/authorize", "registerClient": "POST /oauth/register",
 		"exchangeToken": "POST /oauth/token", "revokeToken": "POST /oauth/revoke",
 	}
 	seen := map[string]bool{}

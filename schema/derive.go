@@ -1,0 +1,257 @@
+package schema
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+var (
+	docOnce sync.Once
+	docTree any
+	docErr  error
+)
+
+// tree returns the contract decoded once as generic JSON; callers must not modify it.
+func tree() (any, error) {
+	docOnce.Do(func() {
+		var v any
+		if err := json.Unmarshal(contract, &v); err != nil {
+			docErr = fmt.Errorf("parse contract: %w", err)
+			return
+		}
+		docTree = v
+	})
+	return docTree, docErr
+}
+
+// resolve returns the value at a JSON pointer fragment ("#/a/b") of the contract.
+func resolve(pointer string) (any, error) {
+	t, err := tree()
+	if err != nil {
+		return nil, err
+	}
+	cur := t
+	rest := strings.TrimPrefix(pointer, "#")
+	if rest == "" {
+		return cur, nil
+	}
+	for _, tok := range strings.Split(strings.TrimPrefix(rest, "/"), "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch c := cur.(type) {
+		case map[string]any:
+			v, ok := c[tok]
+			if !ok {
+				return nil, fmt.Errorf("resolve %s: no %q", pointer, tok)
+			}
+			cur = v
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(c) {
+				return nil, fmt.Errorf("resolve %s: no index %q", pointer, tok)
+			}
+			cur = c[i]
+		default:
+			return nil, fmt.Errorf("resolve %s: %q is inside a scalar", pointer, tok)
+		}
+	}
+	return cur, nil
+}
+
+// Inline returns the schema at pointer as a self-contained JSON Schema: every $ref into the
+// contract is replaced by the schema it names (folded into allOf when it has siblings), and the
+// contract's vendor extensions (x-*) are dropped. MCP clients and model providers do not fetch
+// references, so advertised schemas must not contain any.
+func Inline(pointer string) (map[string]any, error) {
+	v, err := resolve(pointer)
+	if err != nil {
+		return nil, err
+	}
+	out, err := inline(v, nil)
+	if err != nil {
+		return nil, fmt.Errorf("inline %s: %w", pointer, err)
+	}
+	m, ok := out.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("inline %s: not an object schema", pointer)
+	}
+	return m, nil
+}
+
+func inline(v any, seen []string) (any, error) {
+	switch x := v.(type) {
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			r, err := inline(e, seen)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = r
+		}
+		return out, nil
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			if strings.HasPrefix(k, "x-") || k == "$ref" {
+				continue
+			}
+			r, err := inline(e, seen)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = r
+		}
+		ref, ok := x["$ref"].(string)
+		if !ok {
+			return out, nil
+		}
+		if slices.Contains(seen, ref) {
+			return nil, fmt.Errorf("recursive $ref %s cannot be inlined", ref)
+		}
+		target, err := resolve(ref)
+		if err != nil {
+			return nil, err
+		}
+		r, err := inline(target, append(seen, ref))
+		if err != nil {
+			return nil, err
+		}
+		if len(out) == 0 {
+			return r, nil
+		}
+		// Keep the referenced schema's own description unless the referrer gave one.
+		if rm, ok := r.(map[string]any); ok && !hasAssertions(out) {
+			merged := maps.Clone(rm)
+			maps.Copy(merged, out)
+			return merged, nil
+		}
+		allOf, _ := out["allOf"].([]any)
+		out["allOf"] = append([]any{r}, allOf...)
+		return out, nil
+	}
+	return v, nil
+}
+
+// annotationKeys are keywords that describe a schema without constraining it.
+var annotationKeys = map[string]bool{"description": true, "title": true, "default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true}
+
+func hasAssertions(m map[string]any) bool {
+	for k := range m {
+		if !annotationKeys[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// OperationInput returns the input schema of an operation as one flat object: its path and query
+// parameters and its JSON body's properties side by side, under the names the contract gives
+// them, self-contained (see Inline). The body schema must be an object whose properties are
+// listed at its top level; a name used both by a parameter and by the body is an error.
+func OperationInput(id string) (map[string]any, error) {
+	op, ok := Lookup(id)
+	if !ok {
+		return nil, fmt.Errorf("operation input: no operation %q", id)
+	}
+	props := map[string]any{}
+	var required []any
+	out := map[string]any{"type": "object", "additionalProperties": false}
+	if op.Body != nil {
+		if op.Body.ContentType != "application/json" {
+			return nil, fmt.Errorf("operation input %s: body is %s, not JSON", id, op.Body.ContentType)
+		}
+		body, err := Inline(op.Body.Schema)
+		if err != nil {
+			return nil, err
+		}
+		if _, nested := body["allOf"]; nested {
+			return nil, fmt.Errorf("operation input %s: body schema must list its properties at the top level", id)
+		}
+		for k, v := range body {
+			switch k {
+			case "type", "additionalProperties":
+			case "properties":
+				maps.Copy(props, v.(map[string]any))
+			case "required":
+				required = append(required, v.([]any)...)
+			default:
+				out[k] = v
+			}
+		}
+	}
+	for _, p := range op.Params {
+		if _, dup := props[p.Name]; dup {
+			return nil, fmt.Errorf("operation input %s: parameter %s is also a body field", id, p.Name)
+		}
+		ps, err := Inline(p.Schema)
+		if err != nil {
+			return nil, err
+		}
+		if d, err := resolve(strings.TrimSuffix(p.Schema, "/schema") + "/description"); err == nil {
+			ps = maps.Clone(ps)
+			ps["description"] = d
+		}
+		props[p.Name] = ps
+		if p.Required {
+			required = append(required, p.Name)
+		}
+	}
+	out["properties"] = props
+	if len(required) > 0 {
+		out["required"] = required
+	}
+	return out, nil
+}
+
+// OperationOutput returns the self-contained schema of an operation's lowest 2xx response body.
+func OperationOutput(id string) (map[string]any, error) {
+	op, ok := Lookup(id)
+	if !ok {
+		return nil, fmt.Errorf("operation output: no operation %q", id)
+	}
+	r, ok := op.Response(op.SuccessStatus())
+	if !ok || r.Schema == "" {
+		return nil, fmt.Errorf("operation output %s: no JSON success response", id)
+	}
+	return Inline(r.Schema)
+}
+
+var docSeq struct {
+	sync.Mutex
+	n int
+}
+
+// CompileSchema compiles a self-contained schema (such as one from OperationInput) into a
+// Validator; pointer in the result names it for messages.
+func CompileSchema(name string, s map[string]any) (*Validator, error) {
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s: %w", name, err)
+	}
+	doc, err := DecodeJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s: %w", name, err)
+	}
+	docSeq.Lock()
+	docSeq.n++
+	url := fmt.Sprintf("urn:cardwriter:derived:%d", docSeq.n)
+	docSeq.Unlock()
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat()
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, fmt.Errorf("compile %s: %w", name, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s: %w", name, err)
+	}
+	return &Validator{pointer: name, schema: sch}, nil
+}
