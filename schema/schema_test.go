@@ -83,8 +83,8 @@ func TestOperations(t *testing.T) {
 		if got := op.Method + " " + op.Path; want[op.ID] != got {
 			t.Errorf("%s: got %q, want %q", op.ID, got, want[op.ID])
 		}
-		if op.Assumed && op.Note == "" {
-			t.Errorf("%s is x-assumed without an x-assumed-note", op.ID)
+		if op.Assumed != (op.Note != "") {
+			t.Errorf("%s: x-assumed (%v) and x-assumed-note (%q) must come together", op.ID, op.Assumed, op.Note)
 		}
 		if op.Server == schema.ServerAPI && !op.Secured {
 			t.Errorf("%s is under {base_url} but needs no token", op.ID)
