@@ -1,0 +1,424 @@
+package main
+
+// End-to-end tests: the built binary, driven over stdio and streamable HTTP by the official MCP
+// Go SDK (github.com/modelcontextprotocol/go-sdk), a client implementation nobody here wrote.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+var binPath string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cardwriter-e2e")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binPath = filepath.Join(dir, "cardwriter-mcp")
+	build := exec.Command("go", "build", "-o", binPath, ".")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cleanEnv is the environment for the binary: no inherited CARDWRITER_ settings.
+func cleanEnv(extra ...string) []string {
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, envPrefix) {
+			env = append(env, e)
+		}
+	}
+	return append(env, extra...)
+}
+
+func newClient() *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "1"}, nil)
+}
+
+func TestStdioAuthoringSession(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.Command(binPath, "stdio", "--sandbox", "--log-level", "debug")
+	cmd.Env = cleanEnv()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\nstderr:\n%s", err, stderr.String())
+	}
+	authoringSession(ctx, t, cs)
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
+
+func TestHTTPAuthoringSession(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := startHTTP(t)
+	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	authoringSession(ctx, t, cs)
+	if err := cs.Close(); err != nil {
+		t.Errorf("close: %v", err)
+	}
+}
+
+// startHTTP runs `cardwriter-mcp http --sandbox` on a free loopback port and returns its base URL.
+// The process is stopped with SIGTERM at the end of the test and must exit cleanly.
+func startHTTP(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(binPath, append([]string{"http", "--sandbox", "--addr", "127.0.0.1:0"}, args...)...)
+	cmd.Env = cleanEnv()
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	endpoint := make(chan string, 1)
+	var logs bytes.Buffer
+	go func() {
+		sc := bufio.NewScanner(pr)
+		re := regexp.MustCompile(`MCP endpoint: (http://\S+)/mcp`)
+		for sc.Scan() {
+			logs.WriteString(sc.Text() + "\n")
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				endpoint <- m[1]
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("http server did not exit cleanly on SIGTERM: %v", err)
+			}
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("http server did not stop within 20s of SIGTERM")
+		}
+		pw.Close()
+	})
+	select {
+	case base := <-endpoint:
+		return base
+	case <-time.After(30 * time.Second):
+		t.Fatalf("http server did not start:\n%s", logs.String())
+	}
+	return ""
+}
+
+// call invokes a tool and returns its structured content; wantErr says whether isError is expected.
+func call(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string, args map[string]any, wantErr bool) map[string]any {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: protocol error: %v", name, err)
+	}
+	if res.IsError != wantErr {
+		t.Fatalf("%s: isError = %v, want %v; content: %s", name, res.IsError, wantErr, text(res))
+	}
+	var out map[string]any
+	raw, _ := json.Marshal(res.StructuredContent)
+	_ = json.Unmarshal(raw, &out)
+	if out == nil {
+		t.Fatalf("%s: no structuredContent; content: %s", name, text(res))
+	}
+	if text(res) == "" {
+		t.Errorf("%s: no text content for text-only clients", name)
+	}
+	return out
+}
+
+func text(res *mcp.CallToolResult) string {
+	var sb strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			sb.WriteString(tc.Text)
+		}
+	}
+	return sb.String()
+}
+
+func pngBase64(t *testing.T) string {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 4, 3))
+	img.Set(1, 1, color.RGBA{200, 10, 10, 255})
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	return base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+// authoringSession is a whole authoring session as a model would run it.
+func authoringSession(ctx context.Context, t *testing.T, cs *mcp.ClientSession) {
+	t.Helper()
+	list, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Tools) < 21 {
+		t.Errorf("tools/list returned %d tools, want at least 21", len(list.Tools))
+	}
+
+	me := call(ctx, t, cs, "whoami", map[string]any{}, false)
+	if me["userId"] == "" {
+		t.Errorf("whoami: %v", me)
+	}
+	card := call(ctx, t, cs, "create_card", map[string]any{"roleName": "Captain Mira", "language": "en"}, false)
+	roleID, _ := card["roleId"].(string)
+	if roleID == "" || card["roleVisibility"] != "private" {
+		t.Fatalf("create_card: %v", card)
+	}
+	call(ctx, t, cs, "set_opening_lines", map[string]any{
+		"roleId": roleID, "roleWelcome": "The storm is coming. Are you with me?",
+		"alternates": []string{"You're late, sailor."}, "prologue": []string{"Aye, captain.", "What storm?"},
+	}, false)
+	bad := call(ctx, t, cs, "set_opening_lines", map[string]any{"roleId": roleID, "roleWelcome": 5}, true)
+	if !strings.Contains(fmt.Sprint(bad), "/roleWelcome") {
+		t.Errorf("schema error does not name /roleWelcome: %v", bad)
+	}
+	call(ctx, t, cs, "write_card_document", map[string]any{"roleId": roleID, "sections": map[string]any{
+		"description": "A sea captain who never loses a ship.", "personality": "Stern, loyal.",
+	}}, false)
+	img := call(ctx, t, cs, "upload_image", map[string]any{"purpose": "avatar", "roleId": roleID, "contentType": "image/png", "dataBase64": pngBase64(t)}, false)
+	profile := call(ctx, t, cs, "update_card_profile", map[string]any{"roleId": roleID, "roleDesc": "Sail with Mira.", "tags": []string{"adventure"}, "avatarImageId": img["imageId"]}, false)
+	if profile["avatarImageId"] != img["imageId"] {
+		t.Errorf("update_card_profile: %v", profile)
+	}
+	got := call(ctx, t, cs, "get_card", map[string]any{"roleId": roleID}, false)
+	if got["roleWelcome"] != "The storm is coming. Are you with me?" || len(got["prologue"].([]any)) != 2 {
+		t.Errorf("get_card: %v", got)
+	}
+	wb := call(ctx, t, cs, "create_worldbook", map[string]any{"name": "The Seven Seas"}, false)
+	wbID, _ := wb["worldbookId"].(string)
+	doc := call(ctx, t, cs, "write_worldbook_document", map[string]any{
+		"worldbookId": wbID,
+		"entries": []any{
+			map[string]any{"op": "create", "name": "Port Royal", "content": "A pirate haven.", "keywords": []string{"port royal"}},
+			map[string]any{"op": "create", "name": "The Kraken", "content": "A sea monster.", "keywords": []string{"kraken"}, "category": "monsters"},
+		},
+		"binding": map[string]any{"roleId": roleID},
+	}, false)
+	if len(doc["createdEntryIds"].([]any)) != 2 || doc["bound"] != true {
+		t.Errorf("write_worldbook_document: %v", doc)
+	}
+	bound := call(ctx, t, cs, "list_card_worldbooks", map[string]any{"roleId": roleID}, false)
+	if len(bound["list"].([]any)) != 1 {
+		t.Errorf("list_card_worldbooks: %v", bound)
+	}
+	entries := call(ctx, t, cs, "list_worldbook_entries", map[string]any{"worldbookId": wbID, "category": "monsters"}, false)
+	if len(entries["entries"].([]any)) != 1 {
+		t.Errorf("list_worldbook_entries: %v", entries)
+	}
+	report := call(ctx, t, cs, "validate_card", map[string]any{"roleId": roleID}, false)
+	if report["ready"] != true {
+		t.Fatalf("validate_card: %v", report)
+	}
+	pub := call(ctx, t, cs, "publish_card", map[string]any{"roleId": roleID}, false)
+	if pub["reviewStatus"] != "pending" {
+		t.Errorf("publish_card: %v", pub)
+	}
+
+	trialArgs := map[string]any{"clientKey": "mira-draft", "card": map[string]any{"roleName": "Mira (draft)", "roleWelcome": "Ahoy."},
+		"worldbook": map[string]any{"entries": []any{map[string]any{"name": "Ship", "content": "The Gull.", "keywords": []string{"ship"}}}}}
+	first := call(ctx, t, cs, "upsert_trial_card", trialArgs, false)
+	if first["created"] != true || len(first["changed"].([]any)) != 6 {
+		t.Errorf("first upsert_trial_card: %v", first)
+	}
+	trialArgs["card"] = map[string]any{"roleName": "Mira (draft)", "roleWelcome": "Ahoy, sailor."}
+	delete(trialArgs, "worldbook")
+	second := call(ctx, t, cs, "upsert_trial_card", trialArgs, false)
+	if second["created"] != false || fmt.Sprint(second["changed"]) != "[roleWelcome]" {
+		t.Errorf("second upsert_trial_card: changed = %v, want [roleWelcome]", second["changed"])
+	}
+	call(ctx, t, cs, "delete_trial_card", map[string]any{"clientKey": "mira-draft"}, false)
+	gone := call(ctx, t, cs, "get_trial_card", map[string]any{"clientKey": "mira-draft"}, true)
+	if gone["error"] != "trial_not_found" {
+		t.Errorf("get_trial_card after delete: %v", gone)
+	}
+}
+
+func TestStdioProtocolOnlyAndCleanExit(t *testing.T) {
+	t.Parallel()
+	cmd := exec.Command(binPath, "stdio", "--sandbox", "--log-level", "debug")
+	cmd.Env = cleanEnv()
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/list"}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami","arguments":{}}}
+`)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("stdio did not exit cleanly when stdin closed: %v\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		t.Fatal("stdio did not exit within 30s of stdin closing")
+	}
+	ids := map[float64]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(stdout.String()), "\n") {
+		var msg map[string]any
+		if err := json.Unmarshal([]byte(line), &msg); err != nil || msg["jsonrpc"] != "2.0" {
+			t.Errorf("stdout carries something other than JSON-RPC: %q", line)
+			continue
+		}
+		if id, ok := msg["id"].(float64); ok {
+			ids[id] = true
+		}
+	}
+	for _, id := range []float64{1, 2, 3} {
+		if !ids[id] {
+			t.Errorf("no response to request %v; stdout:\n%s", id, stdout.String())
+		}
+	}
+	if stderr.Len() == 0 {
+		t.Error("no logs on stderr at debug level")
+	}
+}
+
+func TestHTTPHardening(t *testing.T) {
+	t.Parallel()
+	base := startHTTP(t, "--max-body-bytes", "65536")
+	initBody := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	post := func(body string, hdr map[string]string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			if k == "Host" {
+				req.Host = v
+				continue
+			}
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp
+	}
+	tests := []struct {
+		name   string
+		body   string
+		hdr    map[string]string
+		status int
+	}{
+		{"foreign origin", initBody, map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+		{"foreign host (DNS rebinding)", initBody, map[string]string{"Host": "evil.example:80"}, http.StatusForbidden},
+		{"loopback origin", initBody, map[string]string{"Origin": "http://localhost:6274"}, http.StatusOK},
+		{"body over the cap", `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", 70000) + `"}}`, nil, http.StatusRequestEntityTooLarge},
+		{"no origin (non-browser client)", initBody, nil, http.StatusOK},
+	}
+	for _, tc := range tests {
+		resp := post(tc.body, tc.hdr)
+		if resp.StatusCode != tc.status {
+			b, _ := io.ReadAll(resp.Body)
+			t.Errorf("%s: status %d, want %d: %s", tc.name, resp.StatusCode, tc.status, b)
+		}
+	}
+
+	// A session that DELETE ended is gone: its id then gets 404.
+	resp := post(initBody, nil)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatal("initialize returned no Mcp-Session-Id: sessions are not stateful")
+	}
+	req, _ := http.NewRequest(http.MethodDelete, base+"/mcp", nil)
+	req.Header.Set("Mcp-Session-Id", sid)
+	del, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	del.Body.Close()
+	if del.StatusCode/100 != 2 {
+		t.Errorf("DELETE session: status %d", del.StatusCode)
+	}
+	after := post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`, map[string]string{"Mcp-Session-Id": sid})
+	if after.StatusCode != http.StatusNotFound {
+		t.Errorf("request on a deleted session: status %d, want 404", after.StatusCode)
+	}
+}
+
+func TestCommandLine(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		args    []string
+		env     []string
+		wantErr bool
+		out     string // substring of stdout+stderr
+	}{
+		{"version", []string{"version"}, nil, false, "cardwriter-mcp "},
+		{"help", []string{"--help"}, nil, false, "Commands:"},
+		{"stdio help lists env vars", []string{"stdio", "--help"}, nil, false, "CARDWRITER_READ_ONLY"},
+		{"http help", []string{"http", "--help"}, nil, false, "CARDWRITER_MAX_BODY_BYTES"},
+		{"sandbox help", []string{"sandbox", "--help"}, nil, false, "CARDWRITER_DEMO_TOKEN"},
+		{"unknown command", []string{"fly"}, nil, true, "unknown command"},
+		{"no api host", []string{"stdio"}, nil, true, "--api-host"},
+		{"no token", []string{"stdio", "--api-host", "https://api.example.com"}, nil, true, "CARDWRITER_TOKEN"},
+		{"unknown toolset", []string{"stdio", "--sandbox", "--toolsets", "nope"}, nil, true, "nope"},
+		{"bad env value", []string{"stdio", "--sandbox"}, []string{"CARDWRITER_READ_ONLY=maybe"}, true, "CARDWRITER_READ_ONLY"},
+		{"bad log level", []string{"stdio", "--sandbox", "--log-level", "loud"}, nil, true, "--log-level"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cmd := exec.Command(binPath, tc.args...)
+			cmd.Env = cleanEnv(tc.env...)
+			cmd.Stdin = strings.NewReader("")
+			out, err := cmd.CombinedOutput()
+			if (err != nil) != tc.wantErr {
+				t.Errorf("err = %v, wantErr %v\n%s", err, tc.wantErr, out)
+			}
+			if !strings.Contains(string(out), tc.out) {
+				t.Errorf("output lacks %q:\n%s", tc.out, out)
+			}
+		})
+	}
+}

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// guard protects the MCP endpoint of the HTTP server: it refuses requests whose Origin or Host
+// is not allowed (DNS-rebinding protection) and caps request bodies.
+type guard struct {
+	allowedOrigins []string // exact origins, e.g. https://app.example.com
+	allowedHosts   []string // host or host:port values accepted in the Host header
+	loopback       bool     // the server listens on a loopback address
+	maxBody        int64
+	logger         *slog.Logger
+	next           http.Handler
+}
+
+func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !g.hostAllowed(r.Host) {
+		g.refuse(w, r, http.StatusForbidden, "Forbidden: the Host header "+quote(r.Host)+" is not allowed by this server.")
+		return
+	}
+	if origin := r.Header.Get("Origin"); origin != "" && !g.originAllowed(origin) {
+		g.refuse(w, r, http.StatusForbidden, "Forbidden: the Origin "+quote(origin)+" is not allowed by this server (see --allowed-origins).")
+		return
+	}
+	if r.Body != nil && r.Method == http.MethodPost {
+		if r.ContentLength > g.maxBody {
+			g.refuse(w, r, http.StatusRequestEntityTooLarge, "The request body is larger than this server accepts (see --max-body-bytes).")
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, g.maxBody+1))
+		if err != nil {
+			g.refuse(w, r, http.StatusBadRequest, "The request body could not be read.")
+			return
+		}
+		if int64(len(body)) > g.maxBody {
+			g.refuse(w, r, http.StatusRequestEntityTooLarge, "The request body is larger than this server accepts (see --max-body-bytes).")
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	g.next.ServeHTTP(w, r)
+}
+
+// hostAllowed accepts loopback names when serving on loopback, any host listed in allowedHosts,
+// and (when serving on a non-loopback address with no list) any host.
+func (g *guard) hostAllowed(host string) bool {
+	name := host
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		name = h
+	}
+	for _, a := range g.allowedHosts {
+		if strings.EqualFold(a, host) || strings.EqualFold(a, name) {
+			return true
+		}
+	}
+	if g.loopback {
+		return isLoopbackName(name)
+	}
+	return len(g.allowedHosts) == 0
+}
+
+// originAllowed accepts origins listed in allowedOrigins and loopback origins.
+func (g *guard) originAllowed(origin string) bool {
+	if slices.ContainsFunc(g.allowedOrigins, func(a string) bool { return strings.EqualFold(a, origin) }) {
+		return true
+	}
+	u, err := url.Parse(origin)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return isLoopbackName(u.Hostname())
+}
+
+func (g *guard) refuse(w http.ResponseWriter, r *http.Request, status int, message string) {
+	g.logger.Warn("http request refused", "status", status, "method", r.Method, "path", r.URL.Path, "reason", message)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	// A JSON-RPC error without an id: the request was refused before it was read as JSON-RPC.
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": -32600, "message": message},
+	})
+}
+
+// isLoopbackName reports whether a host name (no port) is localhost or a loopback address.
+func isLoopbackName(name string) bool {
+	name = strings.Trim(name, "[]")
+	if strings.EqualFold(name, "localhost") || strings.HasSuffix(strings.ToLower(name), ".localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(name)
+	return err == nil && ip.IsLoopback()
+}
+
+// quote renders an untrusted header value for a message, shortened.
+func quote(s string) string {
+	if len(s) > 100 {
+		s = s[:100] + "..."
+	}
+	b, _ := json.Marshal(s)
+	return string(b)
+}

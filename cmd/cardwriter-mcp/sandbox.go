@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/cardwriter/cardwriter-mcp/sandbox"
+)
+
+func runSandbox(ctx context.Context, args []string, _, stderr io.Writer) error {
+	fs := newFlagSet("sandbox", "sandbox [--addr 127.0.0.1:8090] [--data FILE] [--demo-token TOKEN]", stderr)
+	addr := fs.String("addr", "127.0.0.1:8090", "address to listen on")
+	data := fs.String("data", "", "file that keeps the sandbox's state across restarts (default: memory only)")
+	demoToken := fs.String("demo-token", "", "bearer token of the signed-in demo user (default: a random one, printed at start)")
+	var lf logFlags
+	lf.register(fs)
+	if err := parseFlags(fs, args, map[string][]string{"demo-token": {"CARDWRITER_SANDBOX_TOKEN"}}); err != nil {
+		return helpOK(err)
+	}
+	logger, err := lf.logger(stderr)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	base := "http://" + ln.Addr().String()
+	svc, err := sandbox.New(sandbox.Options{DataFile: *data, DemoToken: *demoToken, BaseURL: base, Logger: logger})
+	if err != nil {
+		ln.Close()
+		return fmt.Errorf("sandbox: %w", err)
+	}
+	fmt.Fprintf(stderr, "card service sandbox: API at %s/open/v1\n", base)
+	if *demoToken == "" {
+		// The demo token is random and exists only in this process: print it so a person can use it.
+		fmt.Fprintf(stderr, "demo user's bearer token: %s\n", svc.DemoToken())
+	}
+	if *data != "" {
+		fmt.Fprintf(stderr, "state kept in %s\n", *data)
+	}
+	return serve(ctx, ln, svc.Handler(), logger)
+}
+
+// serve runs handler on ln until ctx ends, then shuts down gracefully, letting running requests finish.
+func serve(ctx context.Context, ln net.Listener, handler http.Handler, logger interface {
+	Info(string, ...any)
+}) error {
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

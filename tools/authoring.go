@@ -1,0 +1,228 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// authoringTools is the authoring toolset: creating a card, writing its parts, validating and
+// publishing it, and its images.
+func authoringTools() []Tool {
+	return []Tool{
+		{
+			Name:    "create_card",
+			Toolset: ToolsetAuthoring,
+			Title:   "Create a card",
+			Description: "Create a new, empty private card and return its roleId. " +
+				"Only roleName is required; language, cardType and contentRatingIntent are optional. " +
+				"The card starts private (roleVisibility) with reviewStatus draft and no text: fill it with set_opening_lines, " +
+				"write_card_document and update_card_profile, then check it with validate_card. " +
+				"Repeating a create with the same idempotencyKey returns the same card instead of making a second one " +
+				"(the same key with different fields is refused with conflict). When you leave idempotencyKey out, " +
+				"cardwriter-mcp picks one for the call, so its own retries never make two cards; pass your own key if you " +
+				"might repeat the call yourself.\n\n" +
+				`Example: {"roleName":"Captain Mira Vale","language":"en","idempotencyKey":"mira-vale-1"}`,
+			Operation: "createCard",
+			// Not destructive (it only adds a card); idempotent because of its idempotency key.
+			Annotations: hints(false, false, true, true),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Card %s is ready to write (%s, %s).", str(out, "roleId"), str(out, "roleVisibility"), str(out, "reviewStatus"))
+			},
+		},
+		{
+			Name:    "set_opening_lines",
+			Toolset: ToolsetAuthoring,
+			Title:   "Set a card's opening lines",
+			Description: "Set a card's first message, its alternate first messages and the player's suggested opening lines. " +
+				"roleWelcome (required) is the character's first message, written as the character. " +
+				"alternates are further first messages the player may pick instead; get_card returns them as welcomeAlternates. " +
+				"prologue lines are suggestions for the PLAYER to say: they fill the player's input box and are never sent as " +
+				"the character, so write them in the player's voice. " +
+				"alternates and prologue are each a full replacement: the list you send replaces the stored one, leaving the " +
+				"field out keeps the stored list, and [] clears it.\n\n" +
+				`Example: {"roleId":"r_8f2c1a","roleWelcome":"*The airlock hisses open.* \"You're late, pilot.\"",` +
+				`"alternates":["\"Another stowaway? Fine. Sit.\""],"prologue":["Sorry, Captain. Traffic at the gate.","Who are you?"]}`,
+			Operation:   "setOpeningLines",
+			Annotations: replaceHints(),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Saved the opening lines of card %s.", str(out, "roleId"))
+			},
+		},
+		{
+			Name:    "update_card_profile",
+			Toolset: ToolsetAuthoring,
+			Title:   "Update a card's profile",
+			Description: "Update a card's basic profile and return the updated card. " +
+				"The fields are roleName, roleDesc (the short description shown in listings), tags, language, " +
+				"contentRatingIntent, avatarImageId and backgroundImageId. Fields you send replace the stored values " +
+				"(tags is replaced as a whole list); fields you leave out are kept; \"\" clears an image. " +
+				"Image ids come from upload_image with the matching purpose (avatar or background).\n\n" +
+				`Example: {"roleId":"r_8f2c1a","roleDesc":"A smuggler captain with a debt to pay.","tags":["sci-fi","adventure"]}`,
+			Operation:   "updateCardProfile",
+			Annotations: replaceHints(),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Updated the profile of card %s %s.", str(out, "roleId"), quoted(str(out, "roleName")))
+			},
+		},
+		{
+			Name:    "write_card_document",
+			Toolset: ToolsetAuthoring,
+			Title:   "Write a card's text sections",
+			Description: "Write a card's long text sections in one call. " +
+				"sections may hold description, personality, scenario, exampleDialogue, systemPrompt, " +
+				"postHistoryInstructions and creatorNotes. A section you send replaces its stored text; a section you leave " +
+				"out keeps its text; \"\" clears it. The description section must be filled before the card can be published.\n\n" +
+				`Example: {"roleId":"r_8f2c1a","sections":{"description":"Mira Vale captains the freighter Kestrel.",` +
+				`"personality":"Dry, loyal, reckless when cornered.","scenario":"The player boards the Kestrel as a new pilot."}}`,
+			Operation:   "writeCardDocument",
+			Annotations: replaceHints(),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Saved the text sections of card %s.", str(out, "roleId"))
+			},
+		},
+		{
+			Name:    "set_card_visibility",
+			Toolset: ToolsetAuthoring,
+			Title:   "Set a card's visibility",
+			Description: "Set a card's visibility; \"private\" is the only value this API may set. " +
+				"Use it to make a card private again. Submitting a card for review is publish_card.\n\n" +
+				`Example: {"roleId":"r_8f2c1a","visibility":"private"}`,
+			Operation: "setCardVisibility",
+			// Not destructive: it changes who may see the card, not what it says.
+			Annotations: hints(false, false, true, true),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Card %s is now %s.", str(out, "roleId"), str(out, "roleVisibility"))
+			},
+		},
+		{
+			Name:    "validate_card",
+			Toolset: ToolsetAuthoring,
+			Title:   "Validate a card",
+			Description: "Check whether a card is ready to publish, without changing it. " +
+				"Returns ready and a list of issues, each with field, severity (error or warning) and message; ready is true " +
+				"when no issue is an error. Fix every error (and ideally the warnings) with the authoring tools, then validate " +
+				"again.\n\n" +
+				`Example: {"roleId":"r_8f2c1a"}`,
+			Operation:   "validateCard",
+			Annotations: readHints(),
+			Summary:     summarizeReport,
+		},
+		{
+			Name:    "publish_card",
+			Toolset: ToolsetAuthoring,
+			Title:   "Publish a card for review",
+			Description: "Submit a card for review, after checking that it is ready. " +
+				"The tool first runs the validate_card check: when the card has errors nothing is submitted, and the result " +
+				"(error validation_failed) lists the issues to fix. Publish only when the user asks for it. A card that is " +
+				"already waiting for review is refused with conflict. Reports progress (2 steps) when the client asks for it.\n\n" +
+				`Example: {"roleId":"r_8f2c1a"}`,
+			Operation: "publishCard",
+			// Not idempotent: a second submission is refused with conflict.
+			Annotations: hints(false, false, false, true),
+			Handler:     publishCard,
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Submitted card %s for review (reviewStatus %s).", str(out, "roleId"), str(out, "reviewStatus"))
+			},
+		},
+		{
+			Name:    "upload_image",
+			Toolset: ToolsetAuthoring,
+			Title:   "Upload an image",
+			Description: "Upload an avatar or background image and return its imageId, URL and size. " +
+				"Send the bytes as standard base64 in dataBase64 (at most 8 MiB decoded; larger is refused with " +
+				"payload_too_large) and their contentType (image/png, image/jpeg, image/gif or image/webp; it must match the " +
+				"bytes). Give roleId to list the image on that card's author page. Then put it on the card with " +
+				"update_card_profile (avatarImageId or backgroundImageId, matching the purpose). Each call stores a new image.\n\n" +
+				`Example: {"purpose":"avatar","roleId":"r_8f2c1a","contentType":"image/png","dataBase64":"iVBORw0KGgoAAAANSUhEUgAA..."}`,
+			Operation:   "uploadImage",
+			Annotations: addHints(),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Uploaded image %s (%dx%d): %s", str(out, "imageId"), num(out, "width"), num(out, "height"), str(out, "url"))
+			},
+		},
+		{
+			Name:    "list_card_assets",
+			Toolset: ToolsetAuthoring,
+			Title:   "List a card's images",
+			Description: "List the images on a card's author page. " +
+				"Each has imageId, purpose (avatar or background) and URL. " +
+				"Use it to find an uploaded image's id again.\n\n" +
+				`Example: {"roleId":"r_8f2c1a"}`,
+			Operation:   "listCardAssets",
+			Annotations: readHints(),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Card %s has %s on its author page.", str(out, "roleId"), plural(int64(len(list(out, "images"))), "image", "images"))
+			},
+		},
+	}
+}
+
+// summarizeReport sums up a validation report.
+func summarizeReport(out map[string]any) string {
+	var errs, warns int64
+	for _, is := range list(out, "issues") {
+		if m, ok := is.(map[string]any); ok {
+			if str(m, "severity") == "error" {
+				errs++
+			} else {
+				warns++
+			}
+		}
+	}
+	if boolean(out, "ready") {
+		return fmt.Sprintf("Card %s is ready to publish (%s).", str(out, "roleId"), plural(warns, "warning", "warnings"))
+	}
+	return fmt.Sprintf("Card %s is not ready to publish: %s, %s.", str(out, "roleId"),
+		plural(errs, "error", "errors"), plural(warns, "warning", "warnings"))
+}
+
+// publishCard validates the card first and submits it only when the report is ready, so that
+// the model gets the full list of issues rather than a bare refusal.
+func publishCard(ctx context.Context, c *Call) (json.RawMessage, error) {
+	const steps = 2
+	roleID := c.Params["roleId"]
+	var report struct {
+		RoleID string `json:"roleId"`
+		Ready  bool   `json:"ready"`
+		Issues []struct {
+			Field    string `json:"field"`
+			Severity string `json:"severity"`
+			Message  string `json:"message"`
+		} `json:"issues"`
+	}
+	var raw json.RawMessage
+	if err := c.Client.Call(ctx, "validateCard", map[string]string{"roleId": roleID}, nil, &raw); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(raw, &report); err != nil {
+		return nil, fmt.Errorf("decode the validation report: %w", err)
+	}
+	if !report.Ready {
+		var lines []string
+		var issues []any
+		for _, is := range report.Issues {
+			issues = append(issues, map[string]any{"field": is.Field, "severity": is.Severity, "message": is.Message})
+			if is.Severity == "error" {
+				lines = append(lines, is.Field+": "+is.Message)
+			}
+		}
+		if issues == nil {
+			issues = []any{}
+		}
+		c.Progress.Report(ctx, 1, steps, "Validated: the card has errors, so nothing is submitted.")
+		msg := "The card was not submitted for review: its validation report is not ready."
+		if len(lines) > 0 {
+			msg = "The card was not submitted for review; fix these errors first: " + strings.Join(lines, "; ")
+		}
+		return nil, &Failure{Code: codeValidationFailed, Message: msg, Detail: map[string]any{"issues": issues}}
+	}
+	c.Progress.Report(ctx, 1, steps, "Validated: the card is ready.")
+	out, err := generic(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	c.Progress.Report(ctx, steps, steps, "Submitted for review.")
+	return out, nil
+}

@@ -1,0 +1,49 @@
+package tools
+
+import "fmt"
+
+// cardTools is the cards toolset: reading a card and the signed-in identity.
+func cardTools() []Tool {
+	return []Tool{
+		{
+			Name:    "get_card",
+			Toolset: ToolsetCards,
+			Title:   "Get a card",
+			Description: "Get one card's full detail by roleId. " +
+				"Returns roleName, roleDesc (the short description), roleWelcome (the character's first message), " +
+				"welcomeAlternates (alternate first messages the player can pick instead), prologue (suggested first lines " +
+				"for the PLAYER to say; they fill the player's input box and are never sent as the character), the profile " +
+				"fields, the text sections (description, personality, scenario, ...), roleVisibility and reviewStatus. " +
+				"Use it to see what is stored before changing a card, or to check a write. " +
+				"A roleId that is not one of your cards gives role_not_found.\n\n" +
+				`Example: {"roleId":"r_8f2c1a"}`,
+			Operation:   "getCard",
+			Annotations: readHints(),
+			Summary: func(out map[string]any) string {
+				first := "no first message yet"
+				if str(out, "roleWelcome") != "" {
+					first = "first message set"
+				}
+				return fmt.Sprintf("Card %s %s (%s, %s): %s, %s, %s.", str(out, "roleId"), quoted(str(out, "roleName")),
+					str(out, "roleVisibility"), str(out, "reviewStatus"), first,
+					plural(int64(len(list(out, "welcomeAlternates"))), "alternate first message", "alternate first messages"),
+					plural(int64(len(list(out, "prologue"))), "prologue line", "prologue lines"))
+			},
+		},
+		{
+			Name:    "whoami",
+			Toolset: ToolsetCards,
+			Title:   "Who is signed in",
+			Description: "Show who is signed in to the card service. " +
+				"Returns the userId, nickname and the scopes the token grants (authoring needs mcp:card-writer). " +
+				"Use it to check that the connection and sign-in work before authoring.\n\n" +
+				`Example: {}`,
+			Operation:   "getMe",
+			Annotations: readHints(),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Signed in as %s (userId %s); scopes: %s.", quoted(str(out, "nickname")), str(out, "userId"),
+					joinOr(stringsOf(list(out, "scopes")), "none"))
+			},
+		},
+	}
+}

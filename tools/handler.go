@@ -1,0 +1,261 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cardwriter/cardwriter-mcp/schema"
+	"github.com/cardwriter/cardwriter-mcp/upstream"
+)
+
+// Call is one tool call whose arguments passed the tool's input schema, split the way its
+// operation takes them.
+type Call struct {
+	Tool     *Tool
+	Params   map[string]string // the operation's path and query parameters that were given
+	Body     json.RawMessage   // the JSON body (every other argument); nil when the operation has none
+	Client   *upstream.Client
+	Progress *Progress // never nil; a no-op when the client asked for no progress
+}
+
+// HandlerFunc runs a validated call and returns the result object (a JSON object that
+// validates against the tool's output schema). Its errors are sorted by the handler wrapper:
+// *upstream.Error and *upstream.ArgumentError and *Failure are the model's to act on; anything
+// else is a failure of ours, logged and reported generically.
+type HandlerFunc func(ctx context.Context, c *Call) (json.RawMessage, error)
+
+// Failure is an error a handler reports to the model as a tool result with isError: an
+// envelope {error: Code, message: Message, detail: Detail} like the card service's own.
+type Failure struct {
+	Code      string
+	Message   string // one sentence fit to show verbatim
+	Retryable bool
+	Detail    map[string]any
+}
+
+func (f *Failure) Error() string { return f.Code + ": " + f.Message }
+
+// Envelope returns the failure as the error envelope {error, message, retryable, detail?}.
+func (f *Failure) Envelope() map[string]any {
+	env := map[string]any{"error": f.Code, "message": f.Message, "retryable": f.Retryable}
+	if f.Detail != nil {
+		env["detail"] = f.Detail
+	}
+	return env
+}
+
+// Error codes this layer adds to the card service's own.
+const (
+	codeInvalidArguments = "invalid_arguments" // the arguments fail the input schema
+	codeValidationFailed = "validation_failed" // publish_card: the card's validation report has errors
+	codeUnavailable      = "unavailable"       // the card service could not be reached or timed out
+	codeInternal         = "internal"          // a defect of ours; details only in the log
+	codeCancelled        = "cancelled"         // the client cancelled the call
+)
+
+// generic is the handler of every tool without its own: one call of the tool's operation.
+func generic(ctx context.Context, c *Call) (json.RawMessage, error) {
+	var out json.RawMessage
+	var body any // stays a nil interface when the operation has no body
+	if c.Body != nil {
+		body = c.Body
+	}
+	if err := c.Client.Call(ctx, c.Tool.Operation, c.Params, body, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// invalidArguments is the Failure for arguments that fail the input schema: the message names
+// every failing location and why, so that the model can correct its call.
+func invalidArguments(problems []schema.Problem) *Failure {
+	parts := make([]string, len(problems))
+	list := make([]any, len(problems))
+	for i, p := range problems {
+		parts[i] = p.String()
+		list[i] = map[string]any{"instanceLocation": p.InstanceLocation, "message": p.Message}
+	}
+	return &Failure{
+		Code:    codeInvalidArguments,
+		Message: "Invalid arguments: " + strings.Join(parts, "; "),
+		Detail:  map[string]any{"problems": list},
+	}
+}
+
+// prepare validates the raw arguments and splits them into the operation's parameters and body.
+func (t *Tool) prepare(raw json.RawMessage) (params map[string]string, body json.RawMessage, err error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || string(raw) == "null" {
+		raw = json.RawMessage(`{}`)
+	}
+	inst, err := schema.DecodeJSON(raw)
+	if err != nil {
+		return nil, nil, invalidArguments([]schema.Problem{{InstanceLocation: "/", Message: err.Error()}})
+	}
+	if err := t.input.Validate(inst); err != nil {
+		var ve *schema.ValidationError
+		if errors.As(err, &ve) {
+			return nil, nil, invalidArguments(ve.Problems)
+		}
+		return nil, nil, fmt.Errorf("validate the arguments of %s: %w", t.Name, err)
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return nil, nil, fmt.Errorf("split the arguments of %s: %w", t.Name, err)
+	}
+	params = map[string]string{}
+	for _, p := range t.op.Params {
+		v, ok := fields[p.Name]
+		if !ok {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return nil, nil, fmt.Errorf("parameter %s of %s is not a string: %w", p.Name, t.Name, err)
+		}
+		if p.In == "path" {
+			// Refuse, before any request (a custom handler may send others first), an id
+			// that would change the path.
+			if _, err := upstream.PathSegment(s); err != nil {
+				var argErr *upstream.ArgumentError
+				if errors.As(err, &argErr) {
+					argErr.Param = p.Name
+				}
+				return nil, nil, err
+			}
+		}
+		params[p.Name] = s
+		delete(fields, p.Name)
+	}
+	if t.op.Body == nil {
+		if len(fields) > 0 {
+			return nil, nil, fmt.Errorf("%s: arguments %v belong to no parameter", t.Name, slices.Sorted(maps.Keys(fields)))
+		}
+		return params, nil, nil
+	}
+	// Sorted keys; the values as the client sent them (compacted, <>& left unescaped).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(fields); err != nil {
+		return nil, nil, fmt.Errorf("encode the body of %s: %w", t.Name, err)
+	}
+	return params, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// rawArguments returns the call's arguments as JSON, as they came over the wire when known.
+func rawArguments(req mcp.CallToolRequest) (json.RawMessage, error) {
+	if len(req.Params.RawArguments) > 0 {
+		return req.Params.RawArguments, nil
+	}
+	if req.Params.Arguments == nil {
+		return nil, nil
+	}
+	return json.Marshal(req.Params.Arguments)
+}
+
+// decodeObject decodes a result object, keeping numbers exact.
+func decodeObject(data json.RawMessage) (map[string]any, error) {
+	v, err := schema.DecodeJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, errors.New("the result is not a JSON object")
+	}
+	return m, nil
+}
+
+// successResult is a tool result: structuredContent is the result object as is; the text is the
+// tool's one-line summary, followed by the object as JSON for clients that pass only text on
+// to the model (the MCP spec asks for the serialized structured content in a text block).
+func successResult(summary string, out map[string]any, raw json.RawMessage) *mcp.CallToolResult {
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(summary), mcp.NewTextContent(compactJSON(raw))},
+		StructuredContent: out,
+	}
+}
+
+// errorResult is a tool result with isError: the text is the envelope's message (written to be
+// shown verbatim), structuredContent the envelope itself, and the envelope as JSON follows the
+// message when it carries a detail (such as the index of a failing op).
+func errorResult(env map[string]any) *mcp.CallToolResult {
+	msg, _ := env["message"].(string)
+	content := []mcp.Content{mcp.NewTextContent(msg)}
+	if _, ok := env["detail"]; ok {
+		if data, err := json.Marshal(env); err == nil {
+			content = append(content, mcp.NewTextContent(string(data)))
+		}
+	}
+	return &mcp.CallToolResult{Content: content, StructuredContent: env, IsError: true}
+}
+
+func compactJSON(raw json.RawMessage) string {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
+		return string(raw)
+	}
+	return buf.String()
+}
+
+// outcome classifies a handler error. It returns the envelope to answer with and the code to
+// log; internal reports whether the error is a defect of ours (or of the service's answer)
+// rather than something the caller can act on.
+//
+// The two channels (style.md): everything a model can act on, including "the service is down,
+// try later", is a tool result with isError, so that it can correct its call or tell the user.
+// A JSON-RPC error is left for protocol faults (unknown tool, malformed request), which mcp-go
+// answers itself. A defect also becomes an isError result, with a generic message: its details
+// (never a token: upstream errors carry none) go to the log only.
+func outcome(ctx context.Context, err error) (env map[string]any, code string, internal bool) {
+	var f *Failure
+	var apiErr *upstream.Error
+	var argErr *upstream.ArgumentError
+	switch {
+	case errors.As(err, &f):
+		return f.Envelope(), f.Code, false
+	case errors.As(err, &apiErr):
+		return apiErr.Envelope(), apiErr.Code, false
+	case errors.As(err, &argErr):
+		name := argErr.Param
+		if name == "" {
+			name = "argument"
+		}
+		f := invalidArguments([]schema.Problem{{InstanceLocation: "/" + name, Message: argErr.Reason}})
+		return f.Envelope(), f.Code, false
+	case ctx.Err() != nil && errors.Is(err, context.Canceled):
+		f := &Failure{Code: codeCancelled, Message: "The call was cancelled before the card service answered."}
+		return f.Envelope(), f.Code, false
+	case unreachable(err):
+		f := &Failure{Code: codeUnavailable, Retryable: true,
+			Message: "The card service could not be reached or did not answer in time; try again in a moment."}
+		return f.Envelope(), f.Code, false
+	}
+	f = &Failure{Code: codeInternal,
+		Message: "cardwriter-mcp could not complete the call because of an internal error (details are in its log); your arguments were not the cause."}
+	return f.Envelope(), f.Code, true
+}
+
+// unreachable reports a transport failure that outlived the client's retries: no connection,
+// a broken one, or no answer before the deadline.
+func unreachable(err error) bool {
+	var netErr net.Error
+	var opErr *net.OpError
+	var dnsErr *net.DNSError
+	return errors.Is(err, context.DeadlineExceeded) ||
+		errors.As(err, &opErr) || errors.As(err, &dnsErr) || errors.As(err, &netErr) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}

@@ -1,0 +1,240 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cardwriter/cardwriter-mcp/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/upstream"
+)
+
+// clock is a settable clock for the sandbox (trial expiry).
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// countingTransport counts the requests that reach the sandbox.
+type countingTransport struct {
+	next http.RoundTripper
+	n    atomic.Int64
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.next.RoundTrip(r)
+}
+
+// env is one sandbox behind the MCP layer, reached through mcp-go's in-process client.
+type env struct {
+	t        *testing.T
+	svc      *sandbox.Service
+	clock    *clock
+	requests *countingTransport
+	srv      *server.MCPServer
+	client   *client.Client
+	tools    map[string]Tool
+
+	mu            sync.Mutex
+	notifications []mcp.JSONRPCNotification
+}
+
+const demoToken = "t"
+
+// newEnv starts a sandbox (checking its own responses against the contract), an MCP server
+// with opts over it, and an initialized in-process client.
+func newEnv(t *testing.T, opts Options) *env {
+	t.Helper()
+	clk := &clock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+	svc, err := sandbox.New(sandbox.Options{CheckResponses: true, DemoToken: demoToken, Clock: clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ct := &countingTransport{next: svc.RoundTripper()}
+	up, err := upstream.New("http://sandbox.localhost", upstream.StaticToken(svc.DemoToken()),
+		upstream.WithTransport(ct), upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := NewServer(up, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, svc: svc, clock: clk, requests: ct, srv: srv, tools: map[string]Tool{}}
+	for _, tool := range All() {
+		e.tools[tool.Name] = tool
+	}
+	c, err := client.NewInProcessClient(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.notifications = append(e.notifications, n)
+	})
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "tools-test", Version: "1"}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	e.client = c
+	return e
+}
+
+// call invokes a tool with arguments given as JSON.
+func (e *env) call(name, args string) *mcp.CallToolResult {
+	e.t.Helper()
+	return e.callMeta(name, args, nil)
+}
+
+func (e *env) callMeta(name, args string, meta *mcp.Meta) *mcp.CallToolResult {
+	e.t.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Meta = meta
+	if args != "" {
+		req.Params.Arguments = json.RawMessage(args)
+	}
+	res, err := e.client.CallTool(context.Background(), req)
+	if err != nil {
+		e.t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+// ok invokes a tool that must succeed, checks its result against the tool's output schema and
+// returns its structured content.
+func (e *env) ok(name, args string) map[string]any {
+	e.t.Helper()
+	res := e.call(name, args)
+	if res.IsError {
+		e.t.Fatalf("%s(%s): isError; text: %s", name, args, text(res))
+	}
+	sc := structured(e.t, res)
+	if err := e.tools[name].output.Validate(sc); err != nil {
+		e.t.Fatalf("%s: structuredContent fails the output schema: %v\n%v", name, err, sc)
+	}
+	if len(res.Content) == 0 || text(res) == "" {
+		e.t.Fatalf("%s: no text content", name)
+	}
+	return sc.(map[string]any)
+}
+
+// fail invokes a tool that must answer isError and returns its structured content (the envelope).
+func (e *env) fail(name, args string) (map[string]any, string) {
+	e.t.Helper()
+	res := e.call(name, args)
+	if !res.IsError {
+		e.t.Fatalf("%s(%s): want isError, got success: %s", name, args, text(res))
+	}
+	env, ok := structured(e.t, res).(map[string]any)
+	if !ok {
+		e.t.Fatalf("%s: error without an envelope", name)
+	}
+	if msg, _ := env["message"].(string); msg == "" || firstText(res) != msg {
+		e.t.Fatalf("%s: text %q is not the envelope's message %q", name, firstText(res), msg)
+	}
+	return env, text(res)
+}
+
+// structured returns a result's structured content decoded as the wire carries it.
+func structured(t *testing.T, res *mcp.CallToolResult) any {
+	t.Helper()
+	raw := res.RawStructuredContent
+	if len(raw) == 0 {
+		var err error
+		if raw, err = json.Marshal(res.StructuredContent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var v any
+	dec := json.NewDecoder(strings.NewReader(string(raw)))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		t.Fatalf("structuredContent: %v", err)
+	}
+	return v
+}
+
+// text joins a result's text contents.
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func firstText(res *mcp.CallToolResult) string {
+	if len(res.Content) == 0 {
+		return ""
+	}
+	tc, _ := res.Content[0].(mcp.TextContent)
+	return tc.Text
+}
+
+// notificationsOf returns the notifications received so far with the given method.
+func (e *env) notificationsOf(method string) []mcp.JSONRPCNotification {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var out []mcp.JSONRPCNotification
+	for _, n := range e.notifications {
+		if n.Method == method {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// waitFor polls until cond holds or a second passes (notifications arrive asynchronously).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// jsonArg renders a Go value as a JSON argument string.
+func jsonArg(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

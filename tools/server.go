@@ -1,0 +1,174 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cardwriter/cardwriter-mcp/upstream"
+)
+
+// ServerName is the name the MCP server gives in its initialize answer.
+const ServerName = "cardwriter-mcp"
+
+// Options configures NewServer.
+type Options struct {
+	Filter  Filter       // which tools to serve; the zero value serves all
+	Logger  *slog.Logger // per-call log lines (tool, duration, outcome); nil discards
+	Version string       // the server version in the initialize answer; "" is "dev"
+	// Instructions replaces the default server instructions (a short guide to the workflow)
+	// when not empty.
+	Instructions string
+}
+
+// NewServer returns the MCP server of the tools Filter selects, calling the card service through
+// client, with the card, worldbook and trial resources, the authoring prompts whose tools are
+// all served, and logging notifications.
+func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error) {
+	if client == nil {
+		return nil, errors.New("tools: NewServer needs an upstream client")
+	}
+	selected, err := opts.Filter.Apply(All())
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	version := opts.Version
+	if version == "" {
+		version = "dev"
+	}
+	instructions := opts.Instructions
+	if instructions == "" {
+		instructions = defaultInstructions
+		if len(selected) < len(All()) {
+			instructions += " This server serves only some of these tools (see tools/list); the others are not available here."
+		}
+	}
+	srv := server.NewMCPServer(ServerName, version,
+		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(false, false),
+		server.WithPromptCapabilities(false),
+		server.WithLogging(),
+		server.WithRecovery(),
+		server.WithResourceRecovery(),
+		server.WithInstructions(instructions),
+	)
+	st := make([]server.ServerTool, 0, len(selected))
+	for i := range selected {
+		t := &selected[i]
+		st = append(st, server.ServerTool{Tool: t.MCPTool(), Handler: toolHandler(t, client, log)})
+	}
+	srv.AddTools(st...)
+	addResources(srv, client, log)
+	addPrompts(srv, selected)
+	return srv, nil
+}
+
+const defaultInstructions = "cardwriter-mcp authors role-play cards on the card service. " +
+	"A card is made with create_card, then filled with set_opening_lines (the character's first message, alternates, " +
+	"and prologue lines, which are suggestions for the player to say), write_card_document (long text sections) and " +
+	"update_card_profile; validate_card reports what is missing, and publish_card submits it for review only when the " +
+	"user asks. Worldbooks hold keyword-triggered lore: create_worldbook, then write_worldbook_document to add entries " +
+	"and bind it to a card. Trial cards (upsert_trial_card) are temporary cards for trying an idea: 5 slots, 24 hours. " +
+	"A result with isError carries a message to act on; invalid arguments name every failing field. " +
+	"The prompts author_card, build_worldbook and try_card_as_trial walk through these workflows."
+
+// toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
+// outcome into a tool result, and log the call (server log and client log notifications).
+func toolHandler(t *Tool, client *upstream.Client, log *slog.Logger) server.ToolHandlerFunc {
+	handle := t.Handler
+	if handle == nil {
+		handle = generic
+	}
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		start := time.Now()
+		res, code, err := runTool(ctx, t, client, log, handle, req)
+		d := time.Since(start)
+		logCall(ctx, log, t.Name, d, code, err)
+		notifyClient(ctx, t.Name, d, code, res)
+		return res, nil
+	}
+}
+
+// runTool runs one call and returns its result and its outcome code ("ok" or an error code);
+// err is the defect behind an "internal" outcome, for the log only.
+func runTool(ctx context.Context, t *Tool, client *upstream.Client, log *slog.Logger, handle HandlerFunc, req mcp.CallToolRequest) (*mcp.CallToolResult, string, error) {
+	fail := func(err error) (*mcp.CallToolResult, string, error) {
+		env, code, internal := outcome(ctx, err)
+		if !internal {
+			err = nil
+		}
+		return errorResult(env), code, err
+	}
+	raw, err := rawArguments(req)
+	if err != nil {
+		return fail(err)
+	}
+	params, body, err := t.prepare(raw)
+	if err != nil {
+		return fail(err)
+	}
+	call := &Call{Tool: t, Params: params, Body: body, Client: client, Progress: newProgress(ctx, req.Params.Meta, log)}
+	data, err := handle(ctx, call)
+	if err != nil {
+		return fail(err)
+	}
+	out, err := decodeObject(data)
+	if err != nil {
+		return fail(err)
+	}
+	return successResult(t.Summary(out), out, data), "ok", nil
+}
+
+// logCall writes the server's log line of a call: tool, duration and outcome ("ok", the error
+// code the caller got, or "failure" for a defect of ours, logged with its error); never the
+// arguments or the result (they hold card text) and never a token.
+func logCall(ctx context.Context, log *slog.Logger, tool string, d time.Duration, code string, defect error) {
+	outcome, level := code, slog.LevelInfo
+	switch code {
+	case "ok":
+	case codeInternal:
+		outcome, level = "failure", slog.LevelError
+	case codeUnavailable:
+		level = slog.LevelWarn
+	}
+	attrs := []slog.Attr{slog.String("tool", tool), slog.Duration("duration", d), slog.String("outcome", outcome)}
+	if defect != nil {
+		attrs = append(attrs, slog.String("err", defect.Error()))
+	}
+	log.LogAttrs(ctx, level, "tool call", attrs...)
+}
+
+// notifyClient sends the client one log notification about the call, at a level that
+// logging/setLevel filters: info when it succeeded, notice for argument mistakes, warning for
+// errors of the card service, error for failures of ours. The data names the tool, outcome and
+// duration, and for an error its code and the envelope's message; never arguments or card text.
+func notifyClient(ctx context.Context, tool string, d time.Duration, code string, res *mcp.CallToolResult) {
+	srv := server.ServerFromContext(ctx)
+	if srv == nil {
+		return
+	}
+	data := map[string]any{"tool": tool, "outcome": code, "durationMs": d.Milliseconds()}
+	level := mcp.LoggingLevelInfo
+	if code != "ok" {
+		if env, ok := res.StructuredContent.(map[string]any); ok {
+			data["message"] = env["message"]
+		}
+		switch code {
+		case codeInvalidArguments, codeCancelled:
+			level = mcp.LoggingLevelNotice
+		case codeInternal:
+			level = mcp.LoggingLevelError
+		default:
+			level = mcp.LoggingLevelWarning
+		}
+	}
+	_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(level, ServerName, data))
+}

@@ -1,0 +1,179 @@
+// Package tools is the MCP layer of cardwriter-mcp: one registry of tools (one value per tool,
+// one file per toolset), the handler every tool shares, filtering, resources, prompts and the
+// MCP server that serves them. Schemas come from the upstream contract (package schema) and
+// are never written here; calls go through the card service client (package upstream).
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cardwriter/cardwriter-mcp/schema"
+)
+
+// The toolsets, in the order they are listed.
+const (
+	ToolsetCards     = "cards"
+	ToolsetAuthoring = "authoring"
+	ToolsetWorldbook = "worldbook"
+	ToolsetTrial     = "trial"
+)
+
+var toolsetOrder = []string{ToolsetCards, ToolsetAuthoring, ToolsetWorldbook, ToolsetTrial}
+
+// Toolsets returns the names of every toolset, in registry order.
+func Toolsets() []string { return slices.Clone(toolsetOrder) }
+
+// Tool is one MCP tool: what the model reads, what it may assume (annotations), which contract
+// operation it calls, and how its result is summed up for clients that show text only. Its
+// input schema is schema.OperationInput(Operation) and its output schema
+// schema.OperationOutput(Operation); both are derived when the registry is built, never written
+// by hand.
+type Tool struct {
+	Name        string // snake_case, verb first
+	Toolset     string
+	Title       string // short, for people
+	Description string // for a model: what, when, the rules that bite, and "Example: {json}" last
+	Operation   string // the contract operationId the tool calls
+	// Annotations are the MCP hints; every one of ReadOnlyHint, DestructiveHint,
+	// IdempotentHint and OpenWorldHint is set on purpose (see hints).
+	Annotations mcp.ToolAnnotation
+	// Summary renders a successful result (the upstream response object) as one line of text.
+	Summary func(out map[string]any) string
+	// Handler replaces the generic handler (validate, split, call Operation) after the arguments
+	// passed the input schema; nil for the generic one.
+	Handler HandlerFunc
+
+	inputSchema  json.RawMessage // self-contained, from schema.OperationInput
+	outputSchema json.RawMessage // self-contained, from schema.OperationOutput
+	input        *schema.Validator
+	output       *schema.Validator
+	op           schema.Operation
+}
+
+// InputSchema returns the tool's advertised input schema (self-contained JSON Schema).
+func (t Tool) InputSchema() json.RawMessage { return slices.Clone(t.inputSchema) }
+
+// OutputSchema returns the tool's advertised output schema (self-contained JSON Schema).
+func (t Tool) OutputSchema() json.RawMessage { return slices.Clone(t.outputSchema) }
+
+// ReadOnly reports whether the tool changes nothing (its readOnlyHint).
+func (t Tool) ReadOnly() bool {
+	return t.Annotations.ReadOnlyHint != nil && *t.Annotations.ReadOnlyHint
+}
+
+// MCPTool returns the tool as mcp-go advertises it in tools/list.
+func (t Tool) MCPTool() mcp.Tool {
+	// NewToolWithRawSchema, not NewTool + WithRawInputSchema: the latter leaves
+	// InputSchema.Type set beside the raw schema, and tools/list then fails to marshal.
+	mt := mcp.NewToolWithRawSchema(t.Name, t.Description, t.InputSchema())
+	mt.Title = t.Title
+	mt.RawOutputSchema = t.OutputSchema()
+	mt.Annotations = t.Annotations
+	mt.Annotations.Title = t.Title
+	return mt
+}
+
+// hints builds the four MCP annotation hints, every one explicitly set.
+//
+// The rules this registry follows:
+//   - readOnly: true exactly for tools that only read (get_*, list_*, whoami, validate_card).
+//   - destructive: true when a call can delete stored content or overwrite stored content that
+//     the caller did not restate: deletes, full replacements (opening lines, a trial card) and
+//     writes whose fields replace the stored ones (card profile, card document sections,
+//     worldbook document ops, which can also delete entries). Creating something new, setting
+//     visibility to private and submitting for review are not destructive. Always false for
+//     read-only tools.
+//   - idempotent: true when repeating the same call changes nothing more: reads, replacements,
+//     deletes, and create_card (its idempotency key makes a repeat return the same card).
+//   - openWorld: true everywhere: every tool talks to the card service.
+func hints(readOnly, destructive, idempotent, openWorld bool) mcp.ToolAnnotation {
+	return mcp.ToolAnnotation{
+		ReadOnlyHint:    &readOnly,
+		DestructiveHint: &destructive,
+		IdempotentHint:  &idempotent,
+		OpenWorldHint:   &openWorld,
+	}
+}
+
+// readHints are the hints of a tool that only reads.
+func readHints() mcp.ToolAnnotation { return hints(true, false, true, true) }
+
+// replaceHints are the hints of a write that replaces stored content; repeating it changes
+// nothing more.
+func replaceHints() mcp.ToolAnnotation { return hints(false, true, true, true) }
+
+// addHints are the hints of a write that adds something new each time it runs.
+func addHints() mcp.ToolAnnotation { return hints(false, false, false, true) }
+
+// definitions lists every tool, one toolset file at a time.
+func definitions() []Tool {
+	var all []Tool
+	all = append(all, cardTools()...)
+	all = append(all, authoringTools()...)
+	all = append(all, worldbookTools()...)
+	all = append(all, trialTools()...)
+	return all
+}
+
+var registry = sync.OnceValues(func() ([]Tool, error) { return build(definitions()) })
+
+// All returns every tool of the registry, with schemas derived and validators compiled. The
+// contract is embedded, so a failure here is a build defect: All panics on it (the registry
+// tests catch it first).
+func All() []Tool {
+	all, err := registry()
+	if err != nil {
+		panic(err)
+	}
+	return slices.Clone(all)
+}
+
+// build derives each tool's schemas from its operation and compiles its validators, once.
+func build(defs []Tool) ([]Tool, error) {
+	seen := map[string]bool{}
+	out := make([]Tool, 0, len(defs))
+	for _, t := range defs {
+		if seen[t.Name] {
+			return nil, fmt.Errorf("tools: %s is defined twice", t.Name)
+		}
+		seen[t.Name] = true
+		if !slices.Contains(toolsetOrder, t.Toolset) {
+			return nil, fmt.Errorf("tools: %s: unknown toolset %q", t.Name, t.Toolset)
+		}
+		op, ok := schema.Lookup(t.Operation)
+		if !ok {
+			return nil, fmt.Errorf("tools: %s: the contract has no operation %q", t.Name, t.Operation)
+		}
+		t.op = op
+		in, err := schema.OperationInput(t.Operation)
+		if err != nil {
+			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+		}
+		outSchema, err := schema.OperationOutput(t.Operation)
+		if err != nil {
+			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+		}
+		if t.inputSchema, err = json.Marshal(in); err != nil {
+			return nil, fmt.Errorf("tools: %s: input schema: %w", t.Name, err)
+		}
+		if t.outputSchema, err = json.Marshal(outSchema); err != nil {
+			return nil, fmt.Errorf("tools: %s: output schema: %w", t.Name, err)
+		}
+		if t.input, err = schema.CompileSchema(t.Name+" input", in); err != nil {
+			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+		}
+		if t.output, err = schema.CompileSchema(t.Name+" output", outSchema); err != nil {
+			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+		}
+		if t.Summary == nil {
+			return nil, fmt.Errorf("tools: %s has no Summary", t.Name)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}

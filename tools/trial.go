@@ -1,0 +1,86 @@
+package tools
+
+import "fmt"
+
+// trialTools is the trial toolset: temporary cards under a key the client chooses.
+func trialTools() []Tool {
+	return []Tool{
+		{
+			Name:    "list_trial_cards",
+			Toolset: ToolsetTrial,
+			Title:   "List trial cards",
+			Description: "List your live trial cards, with the slots in use and their lifetime. " +
+				"A trial card is a temporary card under a key you choose, for trying a card out before authoring it for real: " +
+				"at most 5 are live at once (slots.max) and each expires 24 hours after its last upsert (ttlHours).\n\n" +
+				`Example: {}`,
+			Operation:   "listTrialCards",
+			Annotations: readHints(),
+			Summary: func(out map[string]any) string {
+				slots := obj(out, "slots")
+				return fmt.Sprintf("%s live; %d of %d slots in use; a trial lives %dh after its last upsert.",
+					plural(int64(len(list(out, "list"))), "trial card", "trial cards"), num(slots, "used"), num(slots, "max"), num(out, "ttlHours"))
+			},
+		},
+		{
+			Name:    "get_trial_card",
+			Toolset: ToolsetTrial,
+			Title:   "Get a trial card",
+			Description: "Get one trial card's summary by its clientKey. " +
+				"Returns roleId, expiresAt, slots, the digest of each card field (sections), the fields changed by the " +
+				"last upsert and its worldbook's entry count. An expired or unknown key gives trial_not_found; upsert it " +
+				"again to bring it back.\n\n" +
+				`Example: {"clientKey":"mira-draft"}`,
+			Operation:   "getTrialCard",
+			Annotations: readHints(),
+			Summary:     summarizeTrial,
+		},
+		{
+			Name:    "upsert_trial_card",
+			Toolset: ToolsetTrial,
+			Title:   "Create or update a trial card",
+			Description: "Create or update a trial card under a clientKey you choose. " +
+				"card is a full replacement: send every field you want to keep (roleName is required; roleDesc, roleWelcome, " +
+				"welcomeAlternates, prologue and sections are optional). Here the alternate first messages are called " +
+				"welcomeAlternates (set_opening_lines calls the same list alternates). prologue lines are suggestions for the " +
+				"PLAYER to say, never sent as the character. worldbook.entries, when given, replaces all of the trial's " +
+				"worldbook entries (at most 500; each needs name, content and keywords); leaving worldbook out keeps them. " +
+				"Every upsert restarts the 24-hour lifetime. There are 5 slots: creating a sixth live trial fails with " +
+				"trial_slots_full, so delete one with delete_trial_card or reuse a key. The result's changed lists the card " +
+				"fields that differ from the previous upsert (all of them on create).\n\n" +
+				`Example: {"clientKey":"mira-draft","card":{"roleName":"Captain Mira Vale",` +
+				`"roleWelcome":"\"You're late, pilot.\"","prologue":["Sorry, Captain."],` +
+				`"sections":{"description":"Mira Vale captains the freighter Kestrel."}},` +
+				`"worldbook":{"entries":[{"name":"The Kestrel","content":"Mira's battered freighter.","keywords":["Kestrel"]}]}}`,
+			Operation:   "upsertTrialCard",
+			Annotations: replaceHints(),
+			Summary:     summarizeTrial,
+		},
+		{
+			Name:    "delete_trial_card",
+			Toolset: ToolsetTrial,
+			Title:   "Delete a trial card",
+			Description: "Remove a trial card now and free its slot. " +
+				"Its card and worldbook are gone for good; an unknown or expired key gives trial_not_found.\n\n" +
+				`Example: {"clientKey":"mira-draft"}`,
+			Operation:   "deleteTrialCard",
+			Annotations: hints(false, true, true, true),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Removed trial card %s.", quoted(str(out, "clientKey")))
+			},
+		},
+	}
+}
+
+// summarizeTrial sums up a trial summary.
+func summarizeTrial(out map[string]any) string {
+	verb := "Trial"
+	if boolean(out, "created") {
+		verb = "Created trial"
+	}
+	slots := obj(out, "slots")
+	wb := obj(out, "worldbook")
+	return fmt.Sprintf("%s %s (card %s) expires at %s; changed: %s; worldbook: %s; %d of %d slots in use.",
+		verb, quoted(str(out, "clientKey")), str(out, "roleId"), str(out, "expiresAt"),
+		joinOr(stringsOf(list(out, "changed")), "nothing"), plural(num(wb, "entries"), "entry", "entries"),
+		num(slots, "used"), num(slots, "max"))
+}

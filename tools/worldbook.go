@@ -1,0 +1,120 @@
+package tools
+
+import (
+	"fmt"
+	"strings"
+)
+
+// worldbookTools is the worldbook toolset: keyword-triggered lore entries, bindable to cards.
+func worldbookTools() []Tool {
+	return []Tool{
+		{
+			Name:    "list_worldbooks",
+			Toolset: ToolsetWorldbook,
+			Title:   "List your worldbooks",
+			Description: "List your worldbooks. " +
+				"Each has worldbookId, name, description, tags, format, entryCount and boundRoleIds (the cards it is " +
+				"bound to). Use it to find a worldbook to reuse before creating a new one.\n\n" +
+				`Example: {}`,
+			Operation:   "listWorldbooks",
+			Annotations: readHints(),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("You have %s.", plural(int64(len(list(out, "list"))), "worldbook", "worldbooks"))
+			},
+		},
+		{
+			Name:    "create_worldbook",
+			Toolset: ToolsetWorldbook,
+			Title:   "Create a worldbook",
+			Description: "Create an empty worldbook and return its worldbookId. " +
+				"name is required; description and tags are optional. format is native (the default: entries have " +
+				"matchOptions null) or tavern (SillyTavern-style: every entry needs a full matchOptions object); no tool " +
+				"changes it later. Then add entries and bind it to a card with write_worldbook_document. Each call creates " +
+				"a new worldbook.\n\n" +
+				`Example: {"name":"The Kestrel's Sector","description":"Places, factions and ships around the Kestrel.","tags":["sci-fi"]}`,
+			Operation:   "createWorldbook",
+			Annotations: addHints(),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Created worldbook %s.", str(out, "worldbookId"))
+			},
+		},
+		{
+			Name:    "get_worldbook",
+			Toolset: ToolsetWorldbook,
+			Title:   "Get a worldbook",
+			Description: "Get one worldbook's metadata by worldbookId. " +
+				"Returns name, description, tags, format, entryCount and boundRoleIds (the cards it is bound to). " +
+				"Use list_worldbook_entries for the entries themselves. An unknown worldbookId gives worldbook_not_found.\n\n" +
+				`Example: {"worldbookId":"wb_41d0e7"}`,
+			Operation:   "getWorldbook",
+			Annotations: readHints(),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Worldbook %s %s (%s): %s, bound to %s.", str(out, "worldbookId"), quoted(str(out, "name")),
+					str(out, "format"), plural(num(out, "entryCount"), "entry", "entries"),
+					plural(int64(len(list(out, "boundRoleIds"))), "card", "cards"))
+			},
+		},
+		{
+			Name:    "list_card_worldbooks",
+			Toolset: ToolsetWorldbook,
+			Title:   "List a card's worldbooks",
+			Description: "List the worldbooks bound to a card, with the same fields as list_worldbooks. " +
+				"Bind a worldbook to a card with write_worldbook_document (binding).\n\n" +
+				`Example: {"roleId":"r_8f2c1a"}`,
+			Operation:   "listCardWorldbooks",
+			Annotations: readHints(),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Card %s has %s bound.", str(out, "roleId"), plural(int64(len(list(out, "list"))), "worldbook", "worldbooks"))
+			},
+		},
+		{
+			Name:    "list_worldbook_entries",
+			Toolset: ToolsetWorldbook,
+			Title:   "List a worldbook's entries",
+			Description: "List a worldbook's entries with all their fields, optionally only those of one category. " +
+				"Each entry has entryId, name, content, keywords, secondaryKeywords, matchOptions, category, isEnabled, " +
+				"isConstant, priority, sortOrder, lastUpdateTime and activationCount. Use the entryIds with " +
+				"write_worldbook_document to update or delete entries.\n\n" +
+				`Example: {"worldbookId":"wb_41d0e7","category":"factions"}`,
+			Operation:   "listWorldbookEntries",
+			Annotations: readHints(),
+			Summary: func(out map[string]any) string {
+				return fmt.Sprintf("Worldbook %s: %s listed.", str(out, "worldbookId"), plural(int64(len(list(out, "entries"))), "entry", "entries"))
+			},
+		},
+		{
+			Name:    "write_worldbook_document",
+			Toolset: ToolsetWorldbook,
+			Title:   "Write a worldbook",
+			Description: "Write a worldbook's metadata, entries and card binding in one atomic call. " +
+				"metadata {name, description, tags} replaces the fields you send. entries is a list of operations, at most " +
+				"500 per call, each with op: " +
+				"create needs name, content and keywords (no entryId); the rest default (isEnabled true, isConstant false, " +
+				"priority 0, sortOrder after the last entry, secondaryKeywords [], category \"\", matchOptions null for a " +
+				"native worldbook, a full {caseSensitive, matchWholeWords, selectiveLogic} object for a tavern one). " +
+				"update needs entryId and replaces only the fields you send. delete takes op and entryId only, and removes " +
+				"the entry. keywords trigger an entry; secondaryKeywords are an AND gate (a main keyword and one of these must " +
+				"both appear). binding {roleId} binds the worldbook to a card. If any op is invalid (an unknown entryId, for " +
+				"example) nothing at all is applied, and the error's detail.index is the position of the failing op in " +
+				"entries. Returns the new entryIds (createdEntryIds, in the order of the create ops) and the counts.\n\n" +
+				`Example: {"worldbookId":"wb_41d0e7","entries":[{"op":"create","name":"The Kestrel",` +
+				`"content":"A battered freighter, Mira's ship and home.","keywords":["Kestrel","the ship"]},` +
+				`{"op":"update","entryId":"e_2b9c","priority":5},{"op":"delete","entryId":"e_77a1"}],"binding":{"roleId":"r_8f2c1a"}}`,
+			Operation: "writeWorldbookDocument",
+			// Destructive (delete ops, replaced fields); not idempotent (create ops add entries each time).
+			Annotations: hints(false, true, false, true),
+			Summary: func(out map[string]any) string {
+				created := stringsOf(list(out, "createdEntryIds"))
+				s := fmt.Sprintf("Worldbook written: %s created", plural(int64(len(created)), "entry", "entries"))
+				if len(created) > 0 {
+					s += " (" + strings.Join(created, ", ") + ")"
+				}
+				s += fmt.Sprintf(", %d updated, %d deleted", num(out, "updatedCount"), num(out, "deletedCount"))
+				if boolean(out, "bound") {
+					s += "; bound to the card"
+				}
+				return s + "."
+			},
+		},
+	}
+}
