@@ -188,6 +188,8 @@ func (s *Service) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		opID, status = s.serveAPI(w, r, strings.TrimPrefix(p, apiPrefix))
 	case strings.HasPrefix(p, imagesPrefix) && (r.Method == http.MethodGet || r.Method == http.MethodHead):
 		status = s.serveImage(w, r, strings.TrimPrefix(p, imagesPrefix))
+	case isOAuthPath(p):
+		opID, status = s.serveOAuth(w, r, p)
 	default:
 		status = s.writeError(w, nil, errNoRoute())
 	}
@@ -212,7 +214,7 @@ func (s *Service) serveAPI(w http.ResponseWriter, r *http.Request, rest string) 
 	if rt == nil || rt.op.Secured {
 		uid, ok := s.authenticate(r)
 		if !ok {
-			w.Header().Set("WWW-Authenticate", "Bearer")
+			w.Header().Set("WWW-Authenticate", s.bearerChallenge(r))
 			return "", s.writeError(w, op, newError(codeUnauthorized,
 				"Authentication failed; sign in again to get a new access token.", nil))
 		}
@@ -239,7 +241,8 @@ func (s *Service) serveAPI(w http.ResponseWriter, r *http.Request, rest string) 
 	return rt.op.ID, s.writeJSON(w, op, status, data)
 }
 
-// authenticate maps the bearer token of r to its user.
+// authenticate maps the bearer token of r to its user: a pre-issued token, or a live OAuth access
+// token issued for this API ({base_url}) with the scope mcp:card-writer.
 func (s *Service) authenticate(r *http.Request) (string, bool) {
 	scheme, token, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
 	token = strings.TrimSpace(token)
@@ -249,6 +252,9 @@ func (s *Service) authenticate(r *http.Request) (string, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	uid, ok := s.tokens[token]
+	if !ok {
+		uid, ok = s.oauthUser(token)
+	}
 	return uid, ok
 }
 

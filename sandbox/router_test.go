@@ -40,8 +40,12 @@ func TestAuth(t *testing.T) {
 				if r.obj["error"] != "unauthorized" {
 					t.Errorf("error %v", r.obj["error"])
 				}
-				if got := r.header.Get("WWW-Authenticate"); got != "Bearer" {
-					t.Errorf("WWW-Authenticate %q", got)
+				want := `Bearer resource_metadata="http://sandbox.localhost/.well-known/oauth-protected-resource/open/v1", scope="mcp:card-writer"`
+				if strings.HasPrefix(tt.header, "Bearer ") && strings.TrimSpace(tt.header[len("Bearer "):]) != "" {
+					want += `, error="invalid_token"` // a token was sent (RFC 6750 section 3.1)
+				}
+				if got := r.header.Get("WWW-Authenticate"); !strings.HasPrefix(got, want) {
+					t.Errorf("WWW-Authenticate %q, want %q", got, want)
 				}
 			}
 		})
@@ -174,7 +178,7 @@ func TestAuthBeforeValidation(t *testing.T) {
 func TestOutsideAPI(t *testing.T) {
 	t.Parallel()
 	c := overHTTP(t, newService(t, sandbox.Options{}))
-	for _, p := range []string{"/", "/open", "/images/", "/images/a/b", "/oauth/token"} {
+	for _, p := range []string{"/", "/open", "/images/", "/images/a/b", "/oauth/nope", "/.well-known/oauth-protected-resource"} {
 		r := c.send("GET", p, nil, nil)
 		if r.status != http.StatusNotFound || r.obj["error"] != "not_found" {
 			t.Errorf("GET %s: %d %s", p, r.status, r.raw)

@@ -25,6 +25,11 @@ type Options struct {
 	CheckResponses bool             // validate every response against the contract; a mismatch becomes 500 internal
 	TrialSlots     int              // default 5
 	TrialTTL       time.Duration    // default 24h
+
+	// The OAuth server (oauth.go). Each is 0 for its default; short values let clients test refresh.
+	AccessTokenTTL  time.Duration // lifetime of an issued access token; default DefaultAccessTokenTTL (1h)
+	RefreshTokenTTL time.Duration // lifetime of a refresh token, renewed on every rotation; default DefaultRefreshTokenTTL (30 days)
+	AuthCodeTTL     time.Duration // lifetime of an authorization code; default DefaultAuthCodeTTL (60s)
 }
 
 // DefaultBaseURL is the origin image URLs use when Options.BaseURL is empty.
@@ -39,8 +44,9 @@ type Service struct {
 
 	mu     sync.Mutex
 	st     *state
-	tokens map[string]string // bearer token -> userId; never persisted
+	tokens map[string]string // pre-issued bearer token (demo, AddUser) -> userId; never persisted
 	dirty  bool              // the current handler changed st
+	oauth  *oauthRuntime     // the OAuth server's short-lived, memory-only state
 }
 
 // New returns a Service, loading its state from opts.DataFile when one is set.
@@ -63,6 +69,9 @@ func New(opts Options) (*Service, error) {
 	if opts.TrialTTL < 0 {
 		return nil, errors.New("sandbox: TrialTTL must not be negative")
 	}
+	if err := opts.oauthDefaults(); err != nil {
+		return nil, err
+	}
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
 	}
@@ -75,7 +84,7 @@ func New(opts Options) (*Service, error) {
 		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
 		opts.DemoToken = base64.RawURLEncoding.EncodeToString(b[:])
 	}
-	s := &Service{opts: opts, log: opts.Logger, tokens: map[string]string{opts.DemoToken: demoUserID}}
+	s := &Service{opts: opts, log: opts.Logger, tokens: map[string]string{opts.DemoToken: demoUserID}, oauth: newOAuthRuntime()}
 	routes, err := buildRoutes()
 	if err != nil {
 		return nil, err
@@ -97,7 +106,8 @@ func New(opts Options) (*Service, error) {
 	return s, nil
 }
 
-// Handler returns the HTTP handler serving /open/v1/... and GET /images/{imageId}.
+// Handler returns the HTTP handler serving /open/v1/..., GET /images/{imageId} and the OAuth server
+// (/.well-known/oauth-authorization-server, /.well-known/oauth-protected-resource/open/v1, /oauth/...).
 func (s *Service) Handler() http.Handler { return s.handler }
 
 // DemoToken returns the bearer token of the signed-in demo user.

@@ -21,7 +21,8 @@ const (
 	cardScope    = "mcp:card-writer"
 )
 
-// state is everything the sandbox keeps; it is what the data file holds. Tokens are not part of it.
+// state is everything the sandbox keeps; it is what the data file holds. Pre-issued tokens (demo,
+// AddUser) are not part of it; OAuth tokens are, as SHA-256 digests only.
 type state struct {
 	Version     int                               `json:"version"`
 	Seq         int64                             `json:"seq"`
@@ -31,6 +32,7 @@ type state struct {
 	Worldbooks  map[string]*worldbook             `json:"worldbooks"`
 	Trials      map[string]map[string]*trial      `json:"trials"`      // userId -> clientKey -> trial
 	Idempotency map[string]map[string]*idemRecord `json:"idempotency"` // userId -> key -> record
+	OAuth       oauthState                        `json:"oauth"`       // clients, grants, hashed tokens (oauth.go)
 }
 
 type user struct {
@@ -73,6 +75,7 @@ func (st *state) init() {
 	if st.Users[demoUserID] == nil {
 		st.Users[demoUserID] = &user{ID: demoUserID, Nickname: demoNickname, Scopes: []string{cardScope}}
 	}
+	st.OAuth.init()
 }
 
 // check reports a decoded state that the handlers could not use safely.
@@ -114,7 +117,7 @@ func (st *state) check() error {
 			}
 		}
 	}
-	return nil
+	return st.OAuth.check()
 }
 
 func hasNil(entries []*entry) bool {

@@ -6,6 +6,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -418,6 +420,77 @@ func TestCommandLine(t *testing.T) {
 			}
 			if !strings.Contains(string(out), tc.out) {
 				t.Errorf("output lacks %q:\n%s", tc.out, out)
+			}
+		})
+	}
+}
+
+// TestHTTPProgressAndLogging checks that notifications reach a client over streamable HTTP:
+// progress for publish_card (two upstream requests) under the newest protocol revision and under
+// 2025-11-25, and log messages at the level the client set under 2025-11-25 (logging is deprecated
+// from 2026-07-28, and the Go SDK's setLevel then lacks the _meta mcp-go requires).
+func TestHTTPProgressAndLogging(t *testing.T) {
+	t.Parallel()
+	base := startHTTP(t)
+	for _, version := range []string{"", "2025-11-25"} {
+		t.Run("protocol "+cmp.Or(version, "newest"), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var mu sync.Mutex
+			var progress []float64
+			var logs []string
+			client := mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "1"}, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+					mu.Lock()
+					progress = append(progress, req.Params.Progress)
+					mu.Unlock()
+				},
+				LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+					mu.Lock()
+					logs = append(logs, string(req.Params.Level))
+					mu.Unlock()
+				},
+			})
+			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cs.Close()
+			wantLogs := version != ""
+			if wantLogs {
+				if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "debug"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			card := call(ctx, t, cs, "create_card", map[string]any{"roleName": "Progress"}, false)
+			roleID := card["roleId"]
+			call(ctx, t, cs, "set_opening_lines", map[string]any{"roleId": roleID, "roleWelcome": "Hello."}, false)
+			call(ctx, t, cs, "write_card_document", map[string]any{"roleId": roleID, "sections": map[string]any{"description": "A test."}}, false)
+			params := &mcp.CallToolParams{Name: "publish_card", Arguments: map[string]any{"roleId": roleID}}
+			params.SetProgressToken("publish-1")
+			res, err := cs.CallTool(ctx, params)
+			if err != nil || res.IsError {
+				t.Fatalf("publish_card: %v %v", err, res)
+			}
+			// The client dispatches notifications asynchronously; give its handlers a moment.
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				mu.Lock()
+				done := len(progress) >= 2 && (!wantLogs || len(logs) > 0)
+				mu.Unlock()
+				if done || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(progress) != 2 || progress[0] >= progress[1] {
+				t.Errorf("progress notifications = %v, want two, increasing", progress)
+			}
+			if wantLogs && len(logs) == 0 {
+				t.Error("no log notifications at level debug")
 			}
 		})
 	}

@@ -13,10 +13,13 @@ import (
 )
 
 func runSandbox(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newFlagSet("sandbox", "sandbox [--addr 127.0.0.1:8090] [--data FILE] [--demo-token TOKEN]", stderr)
+	fs := newFlagSet("sandbox", "sandbox [--addr 127.0.0.1:8090] [--data FILE] [--demo-token TOKEN] [--access-token-ttl 1h] [--refresh-token-ttl 720h]", stderr)
 	addr := fs.String("addr", "127.0.0.1:8090", "address to listen on")
 	data := fs.String("data", "", "file that keeps the sandbox's state across restarts (default: memory only)")
 	demoToken := fs.String("demo-token", "", "bearer token of the signed-in demo user (default: a random one, printed at start)")
+	accessTTL := fs.Duration("access-token-ttl", sandbox.DefaultAccessTokenTTL, "lifetime of the access tokens the sandbox's OAuth server issues (a short one lets you test refresh)")
+	refreshTTL := fs.Duration("refresh-token-ttl", sandbox.DefaultRefreshTokenTTL, "lifetime of a refresh token (each refresh rotates it and starts a new one)")
+	codeTTL := fs.Duration("auth-code-ttl", sandbox.DefaultAuthCodeTTL, "lifetime of an authorization code")
 	var lf logFlags
 	lf.register(fs)
 	if err := parseFlags(fs, args, map[string][]string{"demo-token": {"CARDWRITER_SANDBOX_TOKEN"}}); err != nil {
@@ -31,12 +34,14 @@ func runSandbox(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
-	svc, err := sandbox.New(sandbox.Options{DataFile: *data, DemoToken: *demoToken, BaseURL: base, Logger: logger})
+	svc, err := sandbox.New(sandbox.Options{DataFile: *data, DemoToken: *demoToken, BaseURL: base, Logger: logger,
+		AccessTokenTTL: *accessTTL, RefreshTokenTTL: *refreshTTL, AuthCodeTTL: *codeTTL})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	fmt.Fprintf(stderr, "card service sandbox: API at %s/open/v1\n", base)
+	fmt.Fprintf(stderr, "OAuth server: %s/.well-known/oauth-authorization-server (sign in as the demo user in the browser)\n", base)
 	if *demoToken == "" {
 		// The demo token is random and exists only in this process: print it so a person can use it.
 		fmt.Fprintf(stderr, "demo user's bearer token: %s\n", svc.DemoToken())
