@@ -1,0 +1,536 @@
+package tavern
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+)
+
+// categoryKey is where an entry's service category is kept in a tavern entry's extensions.
+const categoryKey = "cardwriter/category"
+
+// ownedEntryFields are the lorebook entry fields the model holds itself.
+var ownedEntryFields = map[string]bool{
+	"keys": true, "secondary_keys": true, "selective": true, "content": true, "enabled": true,
+	"constant": true, "insertion_order": true, "priority": true, "name": true, "comment": true,
+}
+
+// ownedBookFields are the lorebook fields the model holds itself.
+var ownedBookFields = map[string]bool{"name": true, "description": true, "entries": true}
+
+// bookFromCB reads a V2/V3 lorebook object (character_book or lorebook_v3 data).
+func bookFromCB(m map[string]any, path string) (*Book, error) {
+	b := &Book{}
+	var err error
+	if b.Name, err = asString(m["name"], path+".name"); err != nil {
+		return nil, err
+	}
+	if b.Description, err = asString(m["description"], path+".description"); err != nil {
+		return nil, err
+	}
+	switch entries := m["entries"].(type) {
+	case nil:
+	case []any:
+		for i, x := range entries {
+			p := fmt.Sprintf("%s.entries[%d]", path, i)
+			em, err := asObject(x, p)
+			if err != nil {
+				return nil, err
+			}
+			if em == nil {
+				continue
+			}
+			e, err := entryFromAny(em, "", p)
+			if err != nil {
+				return nil, err
+			}
+			b.Entries = append(b.Entries, e)
+		}
+	case map[string]any:
+		// Entries keyed by id, as SillyTavern keeps them.
+		keys := make([]string, 0, len(entries))
+		for k := range entries {
+			keys = append(keys, k)
+		}
+		sortUIDKeys(keys)
+		for _, k := range keys {
+			p := fmt.Sprintf("%s.entries[%q]", path, k)
+			em, err := asObject(entries[k], p)
+			if err != nil {
+				return nil, err
+			}
+			if em == nil {
+				continue
+			}
+			e, err := entryFromAny(em, k, p)
+			if err != nil {
+				return nil, err
+			}
+			b.Entries = append(b.Entries, e)
+		}
+	default:
+		return nil, pathError(path+".entries", "%s where an array was expected", kind(entries))
+	}
+	rest := map[string]any{}
+	for k, v := range m {
+		if !ownedBookFields[k] {
+			rest[k] = v
+		}
+	}
+	if err := dropEmptyExtensions(rest, path); err != nil {
+		return nil, err
+	}
+	if len(rest) > 0 {
+		b.Extensions = rest
+	}
+	return b, nil
+}
+
+// dropEmptyExtensions removes an empty "extensions" (writers always write one) and refuses a
+// non-object one.
+func dropEmptyExtensions(m map[string]any, path string) error {
+	v, ok := m["extensions"]
+	if !ok {
+		return nil
+	}
+	if isEmptyValue(v) {
+		delete(m, "extensions")
+		return nil
+	}
+	if _, err := asObject(v, path+".extensions"); err != nil {
+		return err
+	}
+	return nil
+}
+
+// sortUIDKeys sorts entry keys numerically where they are numbers, numbers first.
+func sortUIDKeys(keys []string) {
+	sort.SliceStable(keys, func(i, j int) bool {
+		a, aerr := strconv.ParseInt(keys[i], 10, 64)
+		b, berr := strconv.ParseInt(keys[j], 10, 64)
+		switch {
+		case aerr == nil && berr == nil:
+			return a < b
+		case aerr == nil:
+			return true
+		case berr == nil:
+			return false
+		}
+		return keys[i] < keys[j]
+	})
+}
+
+// isWIEntry reports whether an entry object uses SillyTavern's World Info field names.
+func isWIEntry(m map[string]any) bool {
+	if _, ok := m["keys"]; ok {
+		return false
+	}
+	for _, k := range []string{"key", "keysecondary", "uid", "disable", "order"} {
+		if _, ok := m[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// entryFromAny reads an entry in either lorebook or World Info shape.
+func entryFromAny(m map[string]any, mapKey, path string) (Entry, error) {
+	if isWIEntry(m) {
+		cb, err := wiToCB(m, mapKey, path)
+		if err != nil {
+			return Entry{}, err
+		}
+		return entryFromCB(cb, path)
+	}
+	return entryFromCB(m, path)
+}
+
+// entryFromCB reads a V2/V3 lorebook entry.
+func entryFromCB(m map[string]any, path string) (Entry, error) {
+	e := Entry{Extensions: map[string]any{}}
+	rest := e.Extensions
+	for k, v := range m {
+		if !ownedEntryFields[k] {
+			rest[k] = v
+		}
+	}
+	var err error
+	if e.Keywords, err = asStrings(m["keys"], path+".keys", true); err != nil {
+		return Entry{}, err
+	}
+	if e.Content, err = asString(m["content"], path+".content"); err != nil {
+		return Entry{}, err
+	}
+	enabled, ok, err := asBool(m["enabled"], path+".enabled")
+	if err != nil {
+		return Entry{}, err
+	}
+	e.IsEnabled = enabled || !ok
+	if e.IsConstant, _, err = asBool(m["constant"], path+".constant"); err != nil {
+		return Entry{}, err
+	}
+	for _, f := range []struct {
+		key string
+		dst *int
+	}{{"insertion_order", &e.SortOrder}, {"priority", &e.Priority}} {
+		n, _, exact, err := asInt(m[f.key], path+"."+f.key)
+		if err != nil {
+			return Entry{}, err
+		}
+		*f.dst = n
+		if !exact {
+			rest[f.key] = m[f.key]
+		}
+	}
+
+	// name, or comment when name is empty; the other is kept when it says something else.
+	name, err := asString(m["name"], path+".name")
+	if err != nil {
+		return Entry{}, err
+	}
+	comment, err := asString(m["comment"], path+".comment")
+	if err != nil {
+		return Entry{}, err
+	}
+	e.Name = name
+	if name == "" {
+		e.Name = comment
+	} else if c, ok := m["comment"]; ok && comment != name {
+		rest["comment"] = c
+	}
+
+	// secondary_keys count only when selective; otherwise they are kept for export.
+	selective, selOK, err := asBool(m["selective"], path+".selective")
+	if err != nil {
+		return Entry{}, err
+	}
+	secondary, err := asStrings(m["secondary_keys"], path+".secondary_keys", true)
+	if err != nil {
+		return Entry{}, err
+	}
+	if selective && len(secondary) > 0 {
+		e.SecondaryKeywords = secondary
+	} else {
+		if len(secondary) > 0 {
+			rest["secondary_keys"] = stringsToAny(secondary)
+		}
+		if selOK {
+			rest["selective"] = selective
+		}
+	}
+
+	if ext, ok := rest["extensions"]; ok {
+		em, err := asObject(ext, path+".extensions")
+		if err != nil {
+			return Entry{}, err
+		}
+		if cat, ok := em[categoryKey]; ok {
+			if e.Category, err = asString(cat, path+".extensions."+categoryKey); err != nil {
+				return Entry{}, err
+			}
+			em = deepCopyMap(em)
+			delete(em, categoryKey)
+		}
+		if len(em) == 0 {
+			delete(rest, "extensions")
+		} else {
+			rest["extensions"] = em
+		}
+	}
+	mo := deriveMatch(rest)
+	e.MatchOptions = &mo
+	return e, nil
+}
+
+// deriveMatch computes an entry's complete matching options from its lorebook fields: V3's
+// case_sensitive, else extensions.case_sensitive; extensions.match_whole_words; extensions.selectiveLogic.
+// SillyTavern's null ("use the global setting") becomes its global default, false.
+func deriveMatch(rest map[string]any) MatchOptions {
+	var mo MatchOptions
+	ext, _ := rest["extensions"].(map[string]any)
+	if b, ok, err := asBool(rest["case_sensitive"], ""); ok && err == nil {
+		mo.CaseSensitive = b
+	} else if b, ok, err := asBool(ext["case_sensitive"], ""); ok && err == nil {
+		mo.CaseSensitive = b
+	}
+	if b, ok, err := asBool(ext["match_whole_words"], ""); ok && err == nil {
+		mo.MatchWholeWords = b
+	}
+	if n, ok, exact, err := asInt(ext["selectiveLogic"], ""); ok && exact && err == nil && n >= 0 && n <= 3 {
+		mo.SelectiveLogic = n
+	}
+	return mo
+}
+
+// keepRawInt returns the raw value when it still means n, else n.
+func keepRawInt(raw any, present bool, n int) any {
+	if present {
+		if m, ok, _, err := asInt(raw, ""); ok && err == nil && m == n {
+			return raw
+		}
+	}
+	return n
+}
+
+// target of an entry export: the two formats place new match options differently.
+type target int
+
+const (
+	targetCB target = iota // V2/V3 lorebook entry
+	targetWI               // SillyTavern World Info entry
+)
+
+// entryObject builds a V2/V3 lorebook entry from an entry, restoring the fields kept in its Extensions.
+func entryObject(e *Entry, t target) (*obj, error) {
+	res := e.Extensions
+	isNew := res == nil
+	want := MatchOptions{}
+	if e.MatchOptions != nil {
+		want = *e.MatchOptions
+	}
+	if want.SelectiveLogic < 0 || want.SelectiveLogic > 3 {
+		return nil, fmt.Errorf("selectiveLogic %d is not 0-3", want.SelectiveLogic)
+	}
+	o := newObj()
+	if id, ok := res["id"]; ok {
+		o.set("id", id)
+	}
+	o.set("keys", nonNil(e.Keywords))
+	if len(e.SecondaryKeywords) > 0 {
+		o.set("secondary_keys", e.SecondaryKeywords)
+	} else if sk, ok := res["secondary_keys"]; ok {
+		o.set("secondary_keys", sk)
+	} else {
+		o.set("secondary_keys", []string{})
+	}
+	if c, ok := res["comment"]; ok {
+		o.set("comment", c)
+	} else {
+		o.set("comment", e.Name)
+	}
+	o.set("content", e.Content)
+	o.set("constant", e.IsConstant)
+	switch {
+	case len(e.SecondaryKeywords) > 0:
+		o.set("selective", true)
+	case isNew:
+		o.set("selective", true) // SillyTavern's default for a new entry
+	default:
+		if s, ok := res["selective"]; ok {
+			if _, hasSK := res["secondary_keys"]; hasSK {
+				s = false // kept secondary keys were inactive and stay so
+			}
+			o.set("selective", s)
+		}
+	}
+	ord, hasOrd := res["insertion_order"]
+	o.set("insertion_order", keepRawInt(ord, hasOrd, e.SortOrder))
+	o.set("enabled", e.IsEnabled)
+	if p, ok := res["position"]; ok {
+		o.set("position", p)
+	} else if isNew {
+		o.set("position", "before_char")
+	}
+	if u, ok := res["use_regex"]; ok {
+		o.set("use_regex", u)
+	}
+
+	ext := map[string]any{}
+	if m, ok := res["extensions"].(map[string]any); ok {
+		ext = deepCopyMap(m)
+	}
+	topCS, hasTopCS := res["case_sensitive"]
+	if isNew {
+		ext["selectiveLogic"] = want.SelectiveLogic
+		ext["case_sensitive"] = want.CaseSensitive
+		ext["match_whole_words"] = want.MatchWholeWords
+		// SillyTavern's defaults for a new entry.
+		for k, v := range map[string]any{"position": 0, "depth": 4, "probability": 100, "useProbability": true} {
+			if _, ok := ext[k]; !ok {
+				ext[k] = v
+			}
+		}
+		if t == targetCB {
+			topCS, hasTopCS = want.CaseSensitive, true
+		}
+	} else {
+		cur := deriveMatch(res)
+		if want.CaseSensitive != cur.CaseSensitive {
+			wrote := false
+			if hasTopCS && topCS != nil {
+				topCS, wrote = want.CaseSensitive, true
+			}
+			if v, ok := ext["case_sensitive"]; ok && v != nil {
+				ext["case_sensitive"], wrote = want.CaseSensitive, true
+			}
+			if !wrote {
+				ext["case_sensitive"] = want.CaseSensitive
+				if t == targetCB {
+					topCS, hasTopCS = want.CaseSensitive, true
+				}
+			}
+		}
+		if want.MatchWholeWords != cur.MatchWholeWords {
+			ext["match_whole_words"] = want.MatchWholeWords
+		}
+		if want.SelectiveLogic != cur.SelectiveLogic {
+			ext["selectiveLogic"] = want.SelectiveLogic
+		}
+	}
+	if e.Category != "" {
+		ext[categoryKey] = e.Category
+	}
+	o.set("extensions", ext)
+	o.set("name", e.Name)
+	// priority is optional in both formats: a zero the source did not have is not added.
+	if pri, hasPri := res["priority"]; hasPri || e.Priority != 0 || (isNew && t == targetCB) {
+		o.set("priority", keepRawInt(pri, hasPri, e.Priority))
+	}
+	if hasTopCS {
+		o.set("case_sensitive", topCS)
+	}
+	rest := map[string]any{}
+	for k, v := range res {
+		if !ownedEntryFields[k] && !o.has(k) {
+			rest[k] = v
+		}
+	}
+	o.setRest(rest)
+	return o, nil
+}
+
+// bookObject builds a V2/V3 lorebook object.
+func bookObject(b *Book) (*obj, error) {
+	o := newObj()
+	o.set("name", b.Name)
+	o.set("description", b.Description)
+	for _, k := range []string{"scan_depth", "token_budget", "recursive_scanning"} {
+		if v, ok := b.Extensions[k]; ok {
+			o.set(k, v)
+		}
+	}
+	if ext, ok := b.Extensions["extensions"].(map[string]any); ok {
+		o.set("extensions", ext)
+	} else {
+		o.set("extensions", map[string]any{})
+	}
+	entries := make([]any, 0, len(b.Entries))
+	for i := range b.Entries {
+		eo, err := entryObject(&b.Entries[i], targetCB)
+		if err != nil {
+			return nil, fmt.Errorf("entry %d: %w", i, err)
+		}
+		entries = append(entries, eo)
+	}
+	o.set("entries", entries)
+	rest := map[string]any{}
+	for k, v := range b.Extensions {
+		if !ownedBookFields[k] {
+			rest[k] = v
+		}
+	}
+	o.setRest(rest)
+	return o, nil
+}
+
+// WriteLorebookV3 renders a book as a standalone lorebook_v3 JSON file.
+func WriteLorebookV3(b *Book) ([]byte, error) {
+	if b == nil {
+		return nil, errors.New("no book")
+	}
+	bo, err := bookObject(b)
+	if err != nil {
+		return nil, err
+	}
+	root := newObj()
+	root.set("spec", SpecLorebook)
+	root.set("data", bo)
+	return encodeIndented(root)
+}
+
+// ReadBook reads a lorebook: a standalone lorebook_v3, a V2/V3 character_book object, a SillyTavern
+// World Info file (entries keyed by uid), or the character_book of a card in any format Read accepts.
+func ReadBook(data []byte) (b *Book, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			b, err = nil, fmt.Errorf("unreadable lorebook: %v", r)
+		}
+	}()
+	return readBook(data)
+}
+
+func readBook(data []byte) (*Book, error) {
+	if len(data) > MaxInputSize {
+		return nil, fmt.Errorf("input is %d bytes; the limit is %d", len(data), MaxInputSize)
+	}
+	if !looksLikeJSON(data) {
+		c, _, err := read(data)
+		if err != nil {
+			return nil, err
+		}
+		if c.Book == nil {
+			return nil, errors.New("card has no character_book")
+		}
+		return c.Book, nil
+	}
+	root, err := decodeJSONObject(data)
+	if err != nil {
+		return nil, err
+	}
+	spec, _ := root["spec"].(string)
+	switch spec {
+	case SpecLorebook:
+		d, err := asObject(root["data"], "data")
+		if err != nil {
+			return nil, err
+		}
+		if d == nil {
+			return nil, errors.New("lorebook_v3 has no data object")
+		}
+		return bookFromCB(d, "data")
+	case SpecV2, SpecV3:
+		c, _, err := cardFromObject(root)
+		if err != nil {
+			return nil, err
+		}
+		if c.Book == nil {
+			return nil, errors.New("card has no character_book")
+		}
+		return c.Book, nil
+	case "":
+	default:
+		return nil, fmt.Errorf("unknown spec %q (want %s)", spec, SpecLorebook)
+	}
+	switch root["entries"].(type) {
+	case map[string]any:
+		return bookFromWI(root, objectKeyOrder(data, "entries"))
+	case []any:
+		return bookFromCB(root, "book")
+	case nil:
+		if d, ok := root["data"].(map[string]any); ok {
+			if _, ok := d["entries"]; ok {
+				return bookFromCB(d, "data")
+			}
+		}
+		if _, ok := root["character_book"]; ok {
+			c, _, err := cardFromObject(root)
+			if err != nil {
+				return nil, err
+			}
+			if c.Book != nil {
+				return c.Book, nil
+			}
+		}
+		return nil, errors.New("not a lorebook: no entries")
+	default:
+		return nil, pathError("entries", "%s where an object or array was expected", kind(root["entries"]))
+	}
+}
+
+// looksLikeJSON reports whether data starts (after a BOM and whitespace) like a JSON object.
+func looksLikeJSON(data []byte) bool {
+	t := bytes.TrimLeft(bytes.TrimPrefix(data, utf8BOM), " \t\r\n")
+	return len(t) > 0 && t[0] == '{'
+}
