@@ -50,6 +50,7 @@ type Client struct {
 	retry     RetryPolicy
 	timeout   time.Duration
 	maxBytes  int64
+	refresher Refresher // the TokenSource when it is one; nil otherwise
 	// sleep waits between attempts; tests replace it to record the delays instead.
 	sleep func(ctx context.Context, d time.Duration) error
 }
@@ -138,6 +139,7 @@ func New(apiHost string, ts TokenSource, opts ...Option) (*Client, error) {
 		maxBytes:  o.maxBytes,
 		sleep:     sleepCtx,
 	}
+	c.refresher, _ = ts.(Refresher)
 	c.http = &http.Client{
 		Transport:     &authTransport{next: o.transport, origin: c.origin, tokens: ts},
 		CheckRedirect: c.checkRedirect,
@@ -163,7 +165,10 @@ func (c *Client) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String
 // A non-2xx answer is an *Error; a refused parameter is an *ArgumentError, found before any
 // request is sent. An operation with an idempotency key gets a fresh one in its body when
 // the body has none, and every retry carries the same key (a caller that needs to know the
-// key fills it beforehand with NewIdempotencyKey).
+// key fills it beforehand with NewIdempotencyKey). When the TokenSource is a Refresher, a 401
+// "unauthorized" answer makes Call refresh the token once and send the request once more; a
+// token source that reports an *AuthError makes Call return an *Error "unauthorized" with the
+// AuthError's message; any other failure of the token source is an *Error "unavailable".
 func (c *Client) Call(ctx context.Context, operationID string, params map[string]string, body any, out any) error {
 	op, ok := schema.Lookup(operationID)
 	if !ok {
@@ -185,22 +190,39 @@ func (c *Client) Call(ctx context.Context, operationID string, params map[string
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
+	refreshed := 0 // 1 once the token was refreshed; that retry is not the RetryPolicy's
 	for attempt := 1; ; attempt++ {
-		err := c.attempt(ctx, op, target, payload, out, attempt)
+		sent := &sentToken{}
+		err := c.attempt(context.WithValue(ctx, sentTokenKey{}, sent), op, target, payload, out, attempt)
 		if err == nil {
 			return nil
+		}
+		var authErr *AuthError
+		if errors.As(err, &authErr) {
+			return signInError(op, authErr)
 		}
 		if ctx.Err() != nil {
 			return withContextError(ctx, op, err)
 		}
-		if attempt >= c.retry.MaxAttempts {
+		var tokErr *tokenError
+		if errors.As(err, &tokErr) {
+			return c.noTokenError(ctx, op, tokErr)
+		}
+		if c.refresher != nil && refreshed == 0 && isUnauthorized(err) {
+			refreshed = 1
+			if rerr := c.refresh(ctx, op, sent.get(), attempt); rerr != nil {
+				return rerr
+			}
+			continue
+		}
+		if attempt-refreshed >= c.retry.MaxAttempts {
 			return err
 		}
 		retry, reason := retryDecision(err, op.Idempotent)
 		if !retry {
 			return err
 		}
-		wait := c.retry.backoff(attempt)
+		wait := c.retry.backoff(attempt - refreshed)
 		var apiErr *Error
 		if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
 			wait = min(apiErr.RetryAfter, maxRetryAfter)
@@ -219,6 +241,59 @@ func (c *Client) Call(ctx context.Context, operationID string, params map[string
 			return fmt.Errorf("card service: %s: %w; last attempt: %w", op.ID, serr, err)
 		}
 	}
+}
+
+// isUnauthorized reports a 401 "unauthorized" answer: the service refused the token.
+func isUnauthorized(err error) bool {
+	var apiErr *Error
+	return errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized && apiErr.Code == "unauthorized"
+}
+
+// refresh asks the token source for a token to replace rejected, after a 401. Its error is
+// what Call returns: an *Error "unauthorized" saying how to sign in again when the grant is
+// dead (an *AuthError), the context's error when the call was cancelled, and otherwise an
+// *Error "unavailable" (the token endpoint failed; trying again later may work).
+func (c *Client) refresh(ctx context.Context, op schema.Operation, rejected Token, attempt int) error {
+	_, err := c.refresher.Refresh(ctx, rejected)
+	attrs := []slog.Attr{slog.String("operation", op.ID), slog.String("method", op.Method), slog.String("path", op.Path), slog.Int("attempt", attempt)}
+	if err == nil {
+		c.logger.LogAttrs(ctx, slog.LevelInfo, "card service refused the access token; retrying with a refreshed one", attrs...)
+		return nil
+	}
+	var authErr *AuthError
+	switch {
+	case errors.As(err, &authErr):
+		c.logger.LogAttrs(ctx, slog.LevelWarn, "card service refused the access token and it cannot be refreshed", append(attrs, slog.String("err", err.Error()))...)
+		return signInError(op, authErr)
+	case ctx.Err() != nil:
+		return withContextError(ctx, op, fmt.Errorf("refresh the access token: %w", err))
+	}
+	c.logger.LogAttrs(ctx, slog.LevelWarn, "card service refused the access token and refreshing it failed", append(attrs, slog.String("err", err.Error()))...)
+	return &Error{
+		Operation: op.ID, Status: http.StatusServiceUnavailable, Code: "unavailable", Retryable: true,
+		Message: "The card service refused the access token and a new one could not be obtained just now; try again in a moment.",
+	}
+}
+
+// noTokenError reports a token source that failed for another reason than a dead grant (its
+// token endpoint is down, say): the call was not sent, and trying again later may work.
+func (c *Client) noTokenError(ctx context.Context, op schema.Operation, e *tokenError) *Error {
+	c.logger.LogAttrs(ctx, slog.LevelWarn, "card service call not sent: no access token",
+		slog.String("operation", op.ID), slog.String("method", op.Method), slog.String("path", op.Path),
+		slog.String("err", e.err.Error()))
+	return &Error{
+		Operation: op.ID, Status: http.StatusServiceUnavailable, Code: "unavailable", Retryable: true,
+		Message: "No access token for the card service could be obtained just now, so the call was not sent; try again in a moment.",
+	}
+}
+
+// signInError reports that the user must sign in again, as the service's own 401 would be.
+func signInError(op schema.Operation, e *AuthError) *Error {
+	msg := e.Message
+	if msg == "" {
+		msg = "Your card service sign-in has expired or was revoked; sign in again."
+	}
+	return &Error{Operation: op.ID, Status: http.StatusUnauthorized, Code: "unauthorized", Message: msg}
 }
 
 // withContextError makes sure an error of a call whose context is done wraps the context's error.
@@ -472,6 +547,9 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			_ = req.Body.Close()
 		}
 		return nil, &tokenError{err: err}
+	}
+	if sent, ok := req.Context().Value(sentTokenKey{}).(*sentToken); ok {
+		sent.set(tok)
 	}
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", "Bearer "+tok.Reveal())

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sync"
 )
 
 // redacted is what every printed form of a secret shows.
@@ -34,6 +35,57 @@ type TokenSource interface {
 	// Token returns the access token to send now.
 	Token(ctx context.Context) (Token, error)
 }
+
+// Refresher is implemented by a TokenSource that can obtain a new access token. When the
+// service answers 401 "unauthorized", Call asks it once for a replacement of the token the
+// service refused and retries the request once, whatever the operation: a 401 means nothing
+// was processed. The retry does not count against the RetryPolicy.
+type Refresher interface {
+	// Refresh returns the access token to use instead of rejected ("" when not known). It may
+	// return a token someone else obtained in the meantime instead of refreshing again. When
+	// the user must sign in again (the grant expired, was revoked or is gone), its error is or
+	// wraps an *AuthError.
+	Refresh(ctx context.Context, rejected Token) (Token, error)
+}
+
+// AuthError is the error of a TokenSource or Refresher that cannot supply a token until the
+// user signs in again. Call reports it as an *Error with Status 401, Code "unauthorized" and
+// this Message, so that a caller showing Error.Message shows the user what to do.
+type AuthError struct {
+	Message string // one sentence fit to show a person, saying how to sign in again
+	Err     error  // the cause, for logs (never a token); may be nil
+}
+
+// Error returns the message, followed by the cause when there is one.
+func (e *AuthError) Error() string {
+	if e.Err == nil {
+		return e.Message
+	}
+	return e.Message + " (" + e.Err.Error() + ")"
+}
+
+// Unwrap returns the cause.
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// sentToken records the token an attempt sent, so that a refresh can name the rejected one.
+type sentToken struct {
+	mu  sync.Mutex
+	tok Token
+}
+
+func (s *sentToken) set(t Token) {
+	s.mu.Lock()
+	s.tok = t
+	s.mu.Unlock()
+}
+
+func (s *sentToken) get() Token {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tok
+}
+
+type sentTokenKey struct{}
 
 // StaticToken is a TokenSource that always returns the same token.
 type StaticToken Token

@@ -1,0 +1,75 @@
+// Command cardwriter-mcp is the cardwriter MCP server and its companion commands: sign-in
+// (login, logout, whoami), the card service sandbox and the version. Every flag can also be set by an environment variable
+// CARDWRITER_<FLAG> (upper case, dashes as underscores); a flag on the command line wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// command is one subcommand of the binary.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+}
+
+func commands() []command {
+	return []command{
+		{"stdio", "serve MCP over stdin/stdout (desktop hosts)", runStdio},
+		{"http", "serve MCP over streamable HTTP at /mcp (remote MCP)", runHTTP},
+		{"login", "sign in to the card service in the browser and save the sign-in (used by stdio)", runLogin},
+		{"logout", "revoke and delete the saved sign-in", runLogout},
+		{"whoami", "show who the saved sign-in belongs to and when its access token expires", runWhoami},
+		{"sandbox", "serve the card service emulator (API under /open/v1) with a signed-in demo user", runSandbox},
+		{"version", "print the version", runVersion},
+	}
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if err != nil {
+		if !errors.Is(err, errUsage) {
+			fmt.Fprintln(os.Stderr, "cardwriter-mcp:", err)
+		}
+		os.Exit(2)
+	}
+}
+
+// errUsage reports a usage mistake whose explanation was already printed.
+var errUsage = errors.New("usage")
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stderr)
+		if len(args) == 0 {
+			return errUsage
+		}
+		return nil
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, args[1:], stdout, stderr)
+		}
+	}
+	fmt.Fprintf(stderr, "cardwriter-mcp: unknown command %q\n\n", args[0])
+	usage(stderr)
+	return errUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "Usage: cardwriter-mcp <command> [flags]\n\nCommands:")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w, "\nRun 'cardwriter-mcp <command> --help' for a command's flags.")
+	fmt.Fprintln(w, "Every flag may also be set as CARDWRITER_<FLAG> in the environment.")
+}

@@ -1,0 +1,150 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cardwriter/cardwriter-mcp/auth"
+	"github.com/cardwriter/cardwriter-mcp/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/tools"
+	"github.com/cardwriter/cardwriter-mcp/upstream"
+)
+
+// sandboxHost is the address the upstream client uses for the in-process sandbox; requests to it
+// never leave the process.
+const sandboxHost = "http://sandbox.localhost"
+
+// serverFlags are the flags stdio and http share.
+type serverFlags struct {
+	sandbox     bool
+	sandboxData string
+	apiHost     string
+	toolsets    string
+	tools       string
+	readOnly    bool
+	savedGrant  bool // stdio only: without CARDWRITER_TOKEN, use the sign-in saved by login
+	logFlags
+}
+
+func (f *serverFlags) register(fs *flag.FlagSet) {
+	fs.BoolVar(&f.sandbox, "sandbox", false, "run the card service sandbox in-process with a signed-in demo user (no account, no network)")
+	fs.StringVar(&f.sandboxData, "sandbox-data", "", "with --sandbox: file that keeps the sandbox's state across restarts (default: memory only)")
+	fs.StringVar(&f.apiHost, "api-host", "", "the card service's address, e.g. https://api.example.com (the API is under /open/v1)")
+	fs.StringVar(&f.toolsets, "toolsets", "", "comma-separated toolsets to serve (default: all): "+strings.Join(tools.Toolsets(), ", "))
+	fs.StringVar(&f.tools, "tools", "", "comma-separated tool names to serve (default: all in the chosen toolsets)")
+	fs.BoolVar(&f.readOnly, "read-only", false, "serve only tools that change nothing (readOnlyHint)")
+	f.logFlags.register(fs)
+	// A saved sign-in belongs to one person: only the stdio server (run by that person's
+	// desktop host) uses it; the HTTP server serves many clients and authorizes them itself.
+	f.savedGrant = fs.Name() == "stdio"
+}
+
+// backend is what a serving command needs: the MCP server and, with --sandbox, the emulator.
+type backend struct {
+	mcp     *server.MCPServer
+	sandbox *sandbox.Service // nil unless --sandbox
+	logger  *slog.Logger
+}
+
+// newBackend builds the upstream client (real service or in-process sandbox) and the MCP server.
+// sandboxBase is the public origin under which the sandbox's images are served ("" = none).
+func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend, error) {
+	logger, err := f.logger(stderr)
+	if err != nil {
+		return nil, err
+	}
+	b := &backend{logger: logger}
+	var client *upstream.Client
+	opts := []upstream.Option{upstream.WithUserAgent(userAgent()), upstream.WithLogger(logger)}
+	switch {
+	case f.sandbox:
+		if f.apiHost != "" {
+			return nil, errors.New("--sandbox and --api-host exclude each other: the sandbox is the card service")
+		}
+		if sandboxBase == "" {
+			sandboxBase = sandboxHost
+		}
+		svc, err := sandbox.New(sandbox.Options{DataFile: f.sandboxData, DemoToken: os.Getenv("CARDWRITER_SANDBOX_TOKEN"), BaseURL: sandboxBase, Logger: logger.With("component", "sandbox")})
+		if err != nil {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+		b.sandbox = svc
+		client, err = upstream.New(sandboxHost, upstream.StaticToken(svc.DemoToken()), append(opts, upstream.WithTransport(svc.RoundTripper()))...)
+		if err != nil {
+			return nil, err
+		}
+	case f.apiHost == "":
+		return nil, errors.New("set --api-host (or CARDWRITER_API_HOST) to the card service's address, or use --sandbox to try it offline")
+	default:
+		ts, err := f.tokenSource(logger)
+		if err != nil {
+			return nil, err
+		}
+		client, err = upstream.New(f.apiHost, ts, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("--api-host: %w", err)
+		}
+	}
+	b.mcp, err = tools.NewServer(client, tools.Options{
+		Filter:  tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
+		Logger:  logger,
+		Version: programVersion(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// tokenSource picks the card service token: CARDWRITER_TOKEN when set; otherwise, for stdio,
+// the sign-in saved by `cardwriter-mcp login` for --api-host, refreshed as needed.
+func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, error) {
+	if token := os.Getenv("CARDWRITER_TOKEN"); token != "" {
+		return upstream.StaticToken(token), nil
+	}
+	if !f.savedGrant {
+		return nil, errors.New("set CARDWRITER_TOKEN to your card service access token (scope mcp:card-writer), or use --sandbox")
+	}
+	if _, err := auth.Resource(f.apiHost); err != nil {
+		return nil, fmt.Errorf("--api-host: %w", err)
+	}
+	store, err := auth.NewStore("")
+	if err != nil {
+		return nil, err
+	}
+	src, err := auth.NewSource(store, f.apiHost, auth.SourceOptions{Logger: logger.With("component", "auth")})
+	if errors.Is(err, auth.ErrNotSignedIn) {
+		return nil, fmt.Errorf("not signed in to %s: run `cardwriter-mcp login --api-host %s` first, or set CARDWRITER_TOKEN to an access token (scope mcp:card-writer), or use --sandbox", f.apiHost, f.apiHost)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return src, nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sandboxRoutes mounts the in-process sandbox's API and images beside the MCP endpoint, so that
+// image URLs it hands out resolve and a person can call the API with the demo token.
+func sandboxRoutes(mux *http.ServeMux, svc *sandbox.Service) {
+	h := svc.Handler()
+	mux.Handle("/open/v1/", h)
+	mux.Handle("/images/", h)
+}
