@@ -31,9 +31,35 @@ func tree() (any, error) {
 	return docTree, docErr
 }
 
+// document is one JSON document a $ref can point into, by the name a $ref gives it before its
+// "#" ("upstream.openapi.json#/components/schemas/Id"); a $ref with nothing before its "#" points
+// into the document it is written in.
+type document struct {
+	name string
+	tree func() (any, error)
+}
+
+var (
+	contractDoc = &document{name: "upstream.openapi.json", tree: tree}
+	toolsDoc    = &document{name: "tools.json", tree: toolsTree}
+)
+
+// documentNamed returns the document a $ref names.
+func documentNamed(name string) (*document, error) {
+	for _, d := range []*document{contractDoc, toolsDoc} {
+		if name == d.name || name == "./"+d.name {
+			return d, nil
+		}
+	}
+	return nil, fmt.Errorf("$ref into %q: only upstream.openapi.json and tools.json can be referenced", name)
+}
+
 // resolve returns the value at a JSON pointer fragment ("#/a/b") of the contract.
-func resolve(pointer string) (any, error) {
-	t, err := tree()
+func resolve(pointer string) (any, error) { return contractDoc.resolve(pointer) }
+
+// resolve returns the value at a JSON pointer fragment ("#/a/b") of the document.
+func (d *document) resolve(pointer string) (any, error) {
+	t, err := d.tree()
 	if err != nil {
 		return nil, err
 	}
@@ -48,48 +74,61 @@ func resolve(pointer string) (any, error) {
 		case map[string]any:
 			v, ok := c[tok]
 			if !ok {
-				return nil, fmt.Errorf("resolve %s: no %q", pointer, tok)
+				return nil, fmt.Errorf("resolve %s%s: no %q", d.prefix(), pointer, tok)
 			}
 			cur = v
 		case []any:
 			i, err := strconv.Atoi(tok)
 			if err != nil || i < 0 || i >= len(c) {
-				return nil, fmt.Errorf("resolve %s: no index %q", pointer, tok)
+				return nil, fmt.Errorf("resolve %s%s: no index %q", d.prefix(), pointer, tok)
 			}
 			cur = c[i]
 		default:
-			return nil, fmt.Errorf("resolve %s: %q is inside a scalar", pointer, tok)
+			return nil, fmt.Errorf("resolve %s%s: %q is inside a scalar", d.prefix(), pointer, tok)
 		}
 	}
 	return cur, nil
+}
+
+// prefix names the document in messages about pointers into other documents than the contract.
+func (d *document) prefix() string {
+	if d == contractDoc {
+		return ""
+	}
+	return d.name
 }
 
 // Inline returns the schema at pointer as a self-contained JSON Schema: every $ref into the
 // contract is replaced by the schema it names (folded into allOf when it has siblings), and the
 // contract's vendor extensions (x-*) are dropped. MCP clients and model providers do not fetch
 // references, so advertised schemas must not contain any.
-func Inline(pointer string) (map[string]any, error) {
-	v, err := resolve(pointer)
+func Inline(pointer string) (map[string]any, error) { return contractDoc.inlineAt(pointer) }
+
+// inlineAt is Inline for a pointer into the document d; $refs may lead into the other document.
+func (d *document) inlineAt(pointer string) (map[string]any, error) {
+	v, err := d.resolve(pointer)
 	if err != nil {
 		return nil, err
 	}
-	out, err := inline(v, nil)
+	out, err := inline(v, d, nil)
 	if err != nil {
-		return nil, fmt.Errorf("inline %s: %w", pointer, err)
+		return nil, fmt.Errorf("inline %s%s: %w", d.prefix(), pointer, err)
 	}
 	m, ok := out.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("inline %s: not an object schema", pointer)
+		return nil, fmt.Errorf("inline %s%s: not an object schema", d.prefix(), pointer)
 	}
 	return m, nil
 }
 
-func inline(v any, seen []string) (any, error) {
+// inline resolves every $ref of v, a part of the document doc; seen holds the references being
+// resolved (document#pointer), to refuse a recursive one.
+func inline(v any, doc *document, seen []string) (any, error) {
 	switch x := v.(type) {
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			r, err := inline(e, seen)
+			r, err := inline(e, doc, seen)
 			if err != nil {
 				return nil, err
 			}
@@ -102,7 +141,7 @@ func inline(v any, seen []string) (any, error) {
 			if strings.HasPrefix(k, "x-") || k == "$ref" {
 				continue
 			}
-			r, err := inline(e, seen)
+			r, err := inline(e, doc, seen)
 			if err != nil {
 				return nil, err
 			}
@@ -112,14 +151,26 @@ func inline(v any, seen []string) (any, error) {
 		if !ok {
 			return out, nil
 		}
-		if slices.Contains(seen, ref) {
+		file, pointer, found := strings.Cut(ref, "#")
+		if !found {
+			return nil, fmt.Errorf("$ref %s has no #fragment", ref)
+		}
+		target := doc
+		if file != "" {
+			var err error
+			if target, err = documentNamed(file); err != nil {
+				return nil, err
+			}
+		}
+		key := target.name + "#" + pointer
+		if slices.Contains(seen, key) {
 			return nil, fmt.Errorf("recursive $ref %s cannot be inlined", ref)
 		}
-		target, err := resolve(ref)
+		resolved, err := target.resolve("#" + pointer)
 		if err != nil {
 			return nil, err
 		}
-		r, err := inline(target, append(seen, ref))
+		r, err := inline(resolved, target, append(seen, key))
 		if err != nil {
 			return nil, err
 		}

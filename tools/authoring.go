@@ -192,6 +192,10 @@ func publishCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 			Message  string `json:"message"`
 		} `json:"issues"`
 	}
+	// Progress is reported as each step starts, never as the last act before returning: over
+	// streamable HTTP a notification still queued when the response is written can be lost,
+	// and the response itself says the work is done.
+	c.Progress.Report(ctx, 0, steps, "Validating the card.")
 	var raw json.RawMessage
 	if err := c.Client.Call(ctx, "validateCard", map[string]string{"roleId": roleID}, nil, &raw); err != nil {
 		return nil, err
@@ -211,18 +215,12 @@ func publishCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 		if issues == nil {
 			issues = []any{}
 		}
-		c.Progress.Report(ctx, 1, steps, "Validated: the card has errors, so nothing is submitted.")
 		msg := "The card was not submitted for review: its validation report is not ready."
 		if len(lines) > 0 {
 			msg = "The card was not submitted for review; fix these errors first: " + strings.Join(lines, "; ")
 		}
 		return nil, &Failure{Code: codeValidationFailed, Message: msg, Detail: map[string]any{"issues": issues}}
 	}
-	c.Progress.Report(ctx, 1, steps, "Validated: the card is ready.")
-	out, err := generic(ctx, c)
-	if err != nil {
-		return nil, err
-	}
-	c.Progress.Report(ctx, steps, steps, "Submitted for review.")
-	return out, nil
+	c.Progress.Report(ctx, 1, steps, "The card is ready; submitting it for review.")
+	return generic(ctx, c)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"slices"
@@ -27,7 +28,23 @@ type Call struct {
 	Body     json.RawMessage   // the JSON body (every other argument); nil when the operation has none
 	Client   *upstream.Client
 	Progress *Progress // never nil; a no-op when the client asked for no progress
+
+	// What handlers doing more than one operation may need (the tavern toolset).
+	Request    mcp.CallToolRequest // the request as received: its _meta and multi round-trip answers
+	Aside      AsideStore          // never nil: where what the service cannot hold is kept
+	LocalFiles *LocalFiles         // nil: arguments naming a local file are refused
+	Log        *slog.Logger        // never nil; never log card text or tokens
+	// Content, when a handler sets it, follows the one-line summary in the result instead of
+	// the result object as JSON: an exported file as text, an image.
+	Content []mcp.Content
 }
+
+// needInput is the "error" of a handler that must ask the client for input first (multi
+// round-trip requests, MCP 2026-07-28): its result goes back as is, and the client calls again
+// with the answers in Request.Params.InputResponses.
+type needInput struct{ result *mcp.CallToolResult }
+
+func (n *needInput) Error() string { return "the tool asks the client for input first" }
 
 // HandlerFunc runs a validated call and returns the result object (a JSON object that
 // validates against the tool's output schema). Its errors are sorted by the handler wrapper:
@@ -109,6 +126,14 @@ func (t *Tool) prepare(raw json.RawMessage) (params map[string]string, body json
 			return nil, nil, invalidArguments(ve.Problems)
 		}
 		return nil, nil, fmt.Errorf("validate the arguments of %s: %w", t.Name, err)
+	}
+	if t.Operation == "" {
+		// A tool that is no single operation takes its arguments whole.
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, raw); err != nil {
+			return nil, nil, fmt.Errorf("compact the arguments of %s: %w", t.Name, err)
+		}
+		return map[string]string{}, buf.Bytes(), nil
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &fields); err != nil {

@@ -61,7 +61,7 @@ type env struct {
 	notifications []mcp.JSONRPCNotification
 }
 
-const demoToken = "t"
+const demoToken = "sandbox-demo-token-7f3a9c"
 
 // newEnv starts a sandbox (checking its own responses against the contract), an MCP server
 // with opts over it, and an initialized in-process client.

@@ -16,7 +16,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the README's tool table from the registry")
 
-var readOnlyName = regexp.MustCompile(`^(get_|list_)|^whoami$|^validate_card$`)
+var readOnlyName = regexp.MustCompile(`^(get_|list_)|^whoami$|^validate_card$|^export_tavern_card$|^test_worldbook_triggers$`)
 
 // TestRegistry checks every tool of the registry, the way github-mcp-server's
 // tools_validation_test checks its own.
@@ -48,7 +48,7 @@ func TestRegistry(t *testing.T) {
 				return
 			}
 			if want := readOnlyName.MatchString(tool.Name); *a.ReadOnlyHint != want {
-				t.Errorf("readOnlyHint = %v, want %v (true exactly for get_*, list_*, whoami, validate_card)", *a.ReadOnlyHint, want)
+				t.Errorf("readOnlyHint = %v, want %v (true exactly for get_*, list_*, whoami, validate_card, export_tavern_card, test_worldbook_triggers)", *a.ReadOnlyHint, want)
 			}
 			if *a.ReadOnlyHint && *a.DestructiveHint {
 				t.Error("a read-only tool is marked destructive")
@@ -74,14 +74,28 @@ func TestRegistry(t *testing.T) {
 		names[tool.Name] = true
 	}
 
-	// Every open API operation of the contract is the Operation of exactly one tool.
+	// Every open API operation of the contract is the Operation of exactly one tool, and every
+	// tool without one has its schemas in schema/tools.json (and tools.json no others).
 	ops, err := schema.Operations()
 	if err != nil {
 		t.Fatal(err)
 	}
 	uses := map[string][]string{}
+	var composite []string
 	for _, tool := range all {
+		if tool.Operation == "" {
+			composite = append(composite, tool.Name)
+			continue
+		}
 		uses[tool.Operation] = append(uses[tool.Operation], tool.Name)
+	}
+	inDoc, err := schema.ToolNames()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(composite)
+	if !slices.Equal(composite, inDoc) {
+		t.Errorf("tools without an Operation %v, tools of schema/tools.json %v: want the same", composite, inDoc)
 	}
 	for _, op := range ops {
 		if op.Server != schema.ServerAPI {

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cardwriter/cardwriter-mcp/aside"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
@@ -23,6 +24,13 @@ type Options struct {
 	// Instructions replaces the default server instructions (a short guide to the workflow)
 	// when not empty.
 	Instructions string
+	// Aside keeps what the card service cannot hold of imported tavern files (extension data,
+	// lorebook fields), keyed by service, user and card or worldbook, so that an export restores
+	// it; nil keeps it in memory for the life of the server.
+	Aside AsideStore
+	// LocalFiles lets the tavern import tools read files named by source.path (stdio: the user's
+	// own machine); nil refuses source.path (HTTP).
+	LocalFiles *LocalFiles
 }
 
 // NewServer returns the MCP server of the tools Filter selects, calling the card service through
@@ -60,10 +68,14 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
 	)
+	d := &deps{client: client, log: log, aside: opts.Aside, files: opts.LocalFiles}
+	if d.aside == nil {
+		d.aside = aside.NewMemory()
+	}
 	st := make([]server.ServerTool, 0, len(selected))
 	for i := range selected {
 		t := &selected[i]
-		st = append(st, server.ServerTool{Tool: t.MCPTool(), Handler: toolHandler(t, client, log)})
+		st = append(st, server.ServerTool{Tool: t.MCPTool(), Handler: toolHandler(t, d)})
 	}
 	srv.AddTools(st...)
 	addResources(srv, client, log)
@@ -77,29 +89,46 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 	"update_card_profile; validate_card reports what is missing, and publish_card submits it for review only when the " +
 	"user asks. Worldbooks hold keyword-triggered lore: create_worldbook, then write_worldbook_document to add entries " +
 	"and bind it to a card. Trial cards (upsert_trial_card) are temporary cards for trying an idea: 5 slots, 24 hours. " +
+	"Character cards and lorebooks from other apps (Character Card V1/V2/V3 as JSON, PNG or CHARX; SillyTavern World Info) " +
+	"come in with import_tavern_card and import_tavern_worldbook and go out with export_tavern_card; " +
+	"test_worldbook_triggers shows which worldbook entries a passage would fire. " +
 	"A result with isError carries a message to act on; invalid arguments name every failing field. " +
 	"The prompts author_card, build_worldbook and try_card_as_trial walk through these workflows."
 
+// deps is what every tool handler is given besides its call.
+type deps struct {
+	client *upstream.Client
+	log    *slog.Logger
+	aside  AsideStore
+	files  *LocalFiles
+}
+
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
 // outcome into a tool result, and log the call (server log and client log notifications).
-func toolHandler(t *Tool, client *upstream.Client, log *slog.Logger) server.ToolHandlerFunc {
+func toolHandler(t *Tool, d *deps) server.ToolHandlerFunc {
 	handle := t.Handler
 	if handle == nil {
 		handle = generic
 	}
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		res, code, err := runTool(ctx, t, client, log, handle, req)
-		d := time.Since(start)
-		logCall(ctx, log, t.Name, d, code, err)
-		notifyClient(ctx, t.Name, d, code, res)
+		notifyStarted(ctx, t.Name)
+		res, code, err := runTool(ctx, t, d, handle, req)
+		dur := time.Since(start)
+		logCall(ctx, d.log, t.Name, dur, code, err)
+		if code != codeInputRequired {
+			notifyClient(ctx, t.Name, dur, code, res)
+		}
 		return res, nil
 	}
 }
 
+// codeInputRequired is the outcome of a call answered with a request for client input.
+const codeInputRequired = "input_required"
+
 // runTool runs one call and returns its result and its outcome code ("ok" or an error code);
 // err is the defect behind an "internal" outcome, for the log only.
-func runTool(ctx context.Context, t *Tool, client *upstream.Client, log *slog.Logger, handle HandlerFunc, req mcp.CallToolRequest) (*mcp.CallToolResult, string, error) {
+func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.CallToolRequest) (*mcp.CallToolResult, string, error) {
 	fail := func(err error) (*mcp.CallToolResult, string, error) {
 		env, code, internal := outcome(ctx, err)
 		if !internal {
@@ -115,8 +144,13 @@ func runTool(ctx context.Context, t *Tool, client *upstream.Client, log *slog.Lo
 	if err != nil {
 		return fail(err)
 	}
-	call := &Call{Tool: t, Params: params, Body: body, Client: client, Progress: newProgress(ctx, req.Params.Meta, log)}
+	call := &Call{Tool: t, Params: params, Body: body, Client: d.client, Progress: newProgress(ctx, req.Params.Meta, d.log),
+		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log}
 	data, err := handle(ctx, call)
+	var ask *needInput
+	if errors.As(err, &ask) {
+		return ask.result, codeInputRequired, nil
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -124,7 +158,11 @@ func runTool(ctx context.Context, t *Tool, client *upstream.Client, log *slog.Lo
 	if err != nil {
 		return fail(err)
 	}
-	return successResult(t.Summary(out), out, data), "ok", nil
+	res := successResult(t.Summary(out), out, data)
+	if call.Content != nil {
+		res.Content = append(res.Content[:1:1], call.Content...)
+	}
+	return res, "ok", nil
 }
 
 // logCall writes the server's log line of a call: tool, duration and outcome ("ok", the error
@@ -144,6 +182,16 @@ func logCall(ctx context.Context, log *slog.Logger, tool string, d time.Duration
 		attrs = append(attrs, slog.String("err", defect.Error()))
 	}
 	log.LogAttrs(ctx, level, "tool call", attrs...)
+}
+
+// notifyStarted tells the client, at debug level, that a call started. It goes out before any
+// work, so it reaches the client over streamable HTTP too, where a notification still queued when
+// the response is written can be lost (the outcome notice below is best effort there).
+func notifyStarted(ctx context.Context, tool string) {
+	if srv := server.ServerFromContext(ctx); srv != nil {
+		_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelDebug, ServerName,
+			map[string]any{"tool": tool, "event": "started"}))
+	}
 }
 
 // notifyClient sends the client one log notification about the call, at a level that

@@ -42,7 +42,8 @@ func TestServerListsTheFilteredTools(t *testing.T) {
 	}{
 		{"all", Filter{}, nil},
 		{"read-only", Filter{ReadOnly: true}, []string{"get_card", "whoami", "validate_card", "list_card_assets",
-			"list_worldbooks", "get_worldbook", "list_card_worldbooks", "list_worldbook_entries", "list_trial_cards", "get_trial_card"}},
+			"list_worldbooks", "get_worldbook", "list_card_worldbooks", "list_worldbook_entries", "list_trial_cards", "get_trial_card",
+			"test_worldbook_triggers", "export_tavern_card"}},
 		{"trial toolset", Filter{Toolsets: []string{"trial"}}, []string{"list_trial_cards", "get_trial_card", "upsert_trial_card", "delete_trial_card"}},
 		{"named tools", Filter{Tools: []string{"whoami"}}, []string{"whoami"}},
 	}
@@ -84,8 +85,8 @@ func TestNewServerRefusesUnknownNames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = NewServer(up, Options{Filter: Filter{Toolsets: []string{"tavern"}}})
-	if err == nil || !strings.Contains(err.Error(), "unknown toolset tavern") || !strings.Contains(err.Error(), "cards, authoring") {
+	_, err = NewServer(up, Options{Filter: Filter{Toolsets: []string{"comics"}}})
+	if err == nil || !strings.Contains(err.Error(), "unknown toolset comics") || !strings.Contains(err.Error(), "cards, authoring") {
 		t.Errorf("err = %v", err)
 	}
 	if _, err := NewServer(nil, Options{}); err == nil {
@@ -360,8 +361,11 @@ func TestLoggingNotifications(t *testing.T) {
 
 	setLevel(mcp.LoggingLevelDebug)
 	e.ok("create_card", `{"roleName":"Secret Name"}`)
-	waitFor(t, "an info", func() bool { return len(logs()) == 2 })
-	i := logs()[1]
+	waitFor(t, "a debug start and an info outcome", func() bool { return len(logs()) == 3 })
+	if d, _ := logs()[1]["data"].(map[string]any); fmt.Sprint(logs()[1]["level"]) != "debug" || d["tool"] != "create_card" || d["event"] != "started" {
+		t.Errorf("debug notification: %v", logs()[1])
+	}
+	i := logs()[2]
 	if data, _ := i["data"].(map[string]any); fmt.Sprint(i["level"]) != "info" || data["tool"] != "create_card" || data["outcome"] != "ok" {
 		t.Errorf("info notification: %v", i)
 	}
@@ -432,7 +436,7 @@ func TestPublishProgress(t *testing.T) {
 	for i, n := range e.notificationsOf("notifications/progress") {
 		p := n.Params.AdditionalFields
 		// In process the notification is not serialized: compare printed values.
-		if fmt.Sprint(p["progressToken"]) != "pub-1" || fmt.Sprint(p["progress"]) != fmt.Sprint(i+1) ||
+		if fmt.Sprint(p["progressToken"]) != "pub-1" || fmt.Sprint(p["progress"]) != fmt.Sprint(i) ||
 			fmt.Sprint(p["total"]) != "2" || p["message"] == "" {
 			t.Errorf("progress %d: %v", i+1, p)
 		}

@@ -6,6 +6,7 @@ package tools
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -21,9 +22,10 @@ const (
 	ToolsetAuthoring = "authoring"
 	ToolsetWorldbook = "worldbook"
 	ToolsetTrial     = "trial"
+	ToolsetTavern    = "tavern"
 )
 
-var toolsetOrder = []string{ToolsetCards, ToolsetAuthoring, ToolsetWorldbook, ToolsetTrial}
+var toolsetOrder = []string{ToolsetCards, ToolsetAuthoring, ToolsetWorldbook, ToolsetTrial, ToolsetTavern}
 
 // Toolsets returns the names of every toolset, in registry order.
 func Toolsets() []string { return slices.Clone(toolsetOrder) }
@@ -32,13 +34,16 @@ func Toolsets() []string { return slices.Clone(toolsetOrder) }
 // operation it calls, and how its result is summed up for clients that show text only. Its
 // input schema is schema.OperationInput(Operation) and its output schema
 // schema.OperationOutput(Operation); both are derived when the registry is built, never written
-// by hand.
+// by hand. A tool that is no single operation (the tavern toolset, test_worldbook_triggers) has
+// no Operation: its schemas are schema.ToolInput(Name) and schema.ToolOutput(Name), from the
+// embedded schema/tools.json (which $refs the contract for the shapes they share), and it has
+// its own Handler, which receives the validated arguments whole as the Call's Body.
 type Tool struct {
 	Name        string // snake_case, verb first
 	Toolset     string
 	Title       string // short, for people
 	Description string // for a model: what, when, the rules that bite, and "Example: {json}" last
-	Operation   string // the contract operationId the tool calls
+	Operation   string // the contract operationId the tool calls; "" for a tool of schema/tools.json
 	// Annotations are the MCP hints; every one of ReadOnlyHint, DestructiveHint,
 	// IdempotentHint and OpenWorldHint is set on purpose (see hints).
 	Annotations mcp.ToolAnnotation
@@ -81,7 +86,8 @@ func (t Tool) MCPTool() mcp.Tool {
 // hints builds the four MCP annotation hints, every one explicitly set.
 //
 // The rules this registry follows:
-//   - readOnly: true exactly for tools that only read (get_*, list_*, whoami, validate_card).
+//   - readOnly: true exactly for tools that only read (get_*, list_*, whoami, validate_card,
+//     export_tavern_card, test_worldbook_triggers).
 //   - destructive: true when a call can delete stored content or overwrite stored content that
 //     the caller did not restate: deletes, full replacements (opening lines, a trial card) and
 //     writes whose fields replace the stored ones (card profile, card document sections,
@@ -116,7 +122,9 @@ func definitions() []Tool {
 	all = append(all, cardTools()...)
 	all = append(all, authoringTools()...)
 	all = append(all, worldbookTools()...)
+	all = append(all, triggerTools()...)
 	all = append(all, trialTools()...)
+	all = append(all, tavernTools()...)
 	return all
 }
 
@@ -145,16 +153,7 @@ func build(defs []Tool) ([]Tool, error) {
 		if !slices.Contains(toolsetOrder, t.Toolset) {
 			return nil, fmt.Errorf("tools: %s: unknown toolset %q", t.Name, t.Toolset)
 		}
-		op, ok := schema.Lookup(t.Operation)
-		if !ok {
-			return nil, fmt.Errorf("tools: %s: the contract has no operation %q", t.Name, t.Operation)
-		}
-		t.op = op
-		in, err := schema.OperationInput(t.Operation)
-		if err != nil {
-			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
-		}
-		outSchema, err := schema.OperationOutput(t.Operation)
+		in, outSchema, err := t.schemas()
 		if err != nil {
 			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
 		}
@@ -176,4 +175,29 @@ func build(defs []Tool) ([]Tool, error) {
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// schemas derives the tool's input and output schemas: from its contract operation, or from
+// schema/tools.json for a tool that is no single operation (which must have its own Handler).
+func (t *Tool) schemas() (in, out map[string]any, err error) {
+	if t.Operation == "" {
+		if t.Handler == nil {
+			return nil, nil, errors.New("a tool without an Operation needs its own Handler")
+		}
+		if in, err = schema.ToolInput(t.Name); err != nil {
+			return nil, nil, err
+		}
+		out, err = schema.ToolOutput(t.Name)
+		return in, out, err
+	}
+	op, ok := schema.Lookup(t.Operation)
+	if !ok {
+		return nil, nil, fmt.Errorf("the contract has no operation %q", t.Operation)
+	}
+	t.op = op
+	if in, err = schema.OperationInput(t.Operation); err != nil {
+		return nil, nil, err
+	}
+	out, err = schema.OperationOutput(t.Operation)
+	return in, out, err
 }

@@ -153,6 +153,26 @@ func TestEveryToolAgainstTheSandbox(t *testing.T) {
 		t.Errorf("publish_card: %v", pub)
 	}
 
+	// The tavern toolset and the trigger tester (tavern_test.go tests them in depth).
+	trig := ok("test_worldbook_triggers", jsonArg(t, map[string]any{"worldbookId": wbID, "text": "The Kestrel is late."}))
+	if fired := trig["fired"].([]any); len(fired) != 1 {
+		t.Errorf("test_worldbook_triggers: %v", trig)
+	}
+	imp := ok("import_tavern_card", `{"source":{"json":{"spec":"chara_card_v2","spec_version":"2.0","data":{"name":"Vey",`+
+		`"first_mes":"Hold the lantern lower.","character_book":{"entries":[{"keys":["kraken"],"content":"A kraken.","extensions":{"depth":4}}]}}}}}`)
+	if imp["worldbookId"] == nil || imp["entryCount"] != json.Number("1") {
+		t.Errorf("import_tavern_card: %v", imp)
+	}
+	exp := ok("export_tavern_card", jsonArg(t, map[string]any{"roleId": imp["roleId"]}))
+	if exp["card"].(map[string]any)["spec"] != "chara_card_v3" {
+		t.Errorf("export_tavern_card: %v", exp)
+	}
+	lore := ok("import_tavern_worldbook", jsonArg(t, map[string]any{"source": map[string]any{"json": map[string]any{
+		"entries": map[string]any{"0": map[string]any{"uid": 0, "key": []string{"gate"}, "content": "The jump gate."}}}}, "roleId": roleID}))
+	if lore["entryCount"] != json.Number("1") || lore["bound"] != true {
+		t.Errorf("import_tavern_worldbook: %v", lore)
+	}
+
 	for _, tool := range All() {
 		if !used[tool.Name] {
 			t.Errorf("tool %s was not exercised", tool.Name)

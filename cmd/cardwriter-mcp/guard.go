@@ -111,3 +111,16 @@ func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// hostOnly guards the server's other endpoints (metadata, OAuth, consent pages) with the Host
+// check alone: they are called cross-origin by browser-based clients and answer with their
+// own CORS headers, and they cap their own bodies.
+func (g *guard) hostOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.hostAllowed(r.Host) {
+			g.refuse(w, r, http.StatusForbidden, "Forbidden: the Host header "+quote(r.Host)+" is not allowed by this server.")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

@@ -8,64 +8,121 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"os"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
+	"github.com/cardwriter/cardwriter-mcp/sandbox"
 )
+
+// httpProtocolVersions are the MCP revisions served over streamable HTTP, newest first.
+var httpProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
 // defaultMaxBody caps MCP request bodies (4 MiB).
 const defaultMaxBody = 4 << 20
 
 func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newFlagSet("http", "http [--addr 127.0.0.1:8080] [--sandbox] [--api-host URL] [flags]", stderr)
+	fs := newFlagSet("http", "http [--addr 127.0.0.1:8080] [--api-host URL | --sandbox] [--auth proxy|passthrough|none] [--public-url URL] [flags]", stderr)
 	var f serverFlags
 	f.register(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; the MCP endpoint is /mcp")
 	origins := fs.String("allowed-origins", "", "comma-separated extra Origins allowed to call /mcp (loopback origins always are)")
-	hosts := fs.String("allowed-hosts", "", "comma-separated Host header values accepted besides loopback names (needed behind a proxy)")
+	hosts := fs.String("allowed-hosts", "", "comma-separated Host header values accepted besides loopback names (needed behind a proxy; the --public-url host always is)")
 	maxBody := fs.Int64("max-body-bytes", defaultMaxBody, "largest MCP request body accepted, in bytes")
 	idle := fs.Duration("session-idle-ttl", 30*time.Minute, "end MCP sessions idle this long")
+	var af httpAuthFlags
+	af.register(fs)
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
 	}
 	if *maxBody <= 0 {
 		return fmt.Errorf("--max-body-bytes must be positive, got %d", *maxBody)
 	}
+	mode, err := af.resolveMode(f.sandbox)
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
+	defer ln.Close()
 	base := "http://" + ln.Addr().String()
-	b, err := f.newBackend(stderr, base)
-	if err != nil {
-		ln.Close()
-		return err
-	}
-	streamable := server.NewStreamableHTTPServer(b.mcp,
-		server.WithEndpointPath("/mcp"),
-		server.WithStateful(true),
-		server.WithSessionIdleTTL(*idle),
-		server.WithStreamableHTTPLogger(b.logger),
-	)
 	loopback := false
 	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil {
 		loopback = ap.Addr().IsLoopback()
 	}
-	if !loopback && *hosts == "" {
+	pub := base
+	withSandbox := f.sandbox
+	if mode != authNone {
+		if pub, err = af.resolvePublicURL(base, loopback); err != nil {
+			return err
+		}
+		if f.sandbox {
+			// With authorization, the sandbox must be a real service the browser can reach:
+			// it runs beside this server on a loopback port of its own.
+			stopSandbox, apiHost, err := startSideSandbox(ctx, &f, stderr)
+			if err != nil {
+				return err
+			}
+			defer stopSandbox()
+			f.sandbox, f.apiHost = false, apiHost
+		}
+		f.requestTokens = true
+	}
+	b, err := f.newBackend(stderr, base)
+	if err != nil {
+		return err
+	}
+	az, err := newHTTPAuth(mode, pub, f.apiHost, &af, *idle, b.logger, stderr)
+	if err != nil {
+		return err
+	}
+	defer az.close()
+	streamable := server.NewStreamableHTTPServer(b.mcp,
+		server.WithEndpointPath(proxy.MCPPath),
+		server.WithStateful(true),
+		server.WithSessionIdleTTL(*idle),
+		// With an event store, a request's notifications are delivered in order ahead of its
+		// response and none is lost to the forwarder of an earlier request of the same session
+		// (without one, mcp-go drops such notifications). Events are purged when the session ends
+		// or idles out.
+		server.WithEventStore(server.NewInMemoryEventStore()),
+		// Serve the session-oriented revisions only: mcp-go v1.2.1's stateless 2026-07-28 path
+		// has no event store, loses progress notifications (2 of 40 publish_card calls in
+		// TestHTTPProgressAndLogging) and refuses the Go SDK's logging/setLevel. Clients that
+		// prefer 2026-07-28 negotiate down to 2025-11-25.
+		server.WithStreamableHTTPProtocolVersions(httpProtocolVersions...),
+		server.WithStreamableHTTPLogger(b.logger),
+		server.WithHTTPContextFunc(proxy.HTTPContext),
+	)
+	allowedHosts := splitList(*hosts)
+	allowedOrigins := splitList(*origins)
+	if mode != authNone && pub != base {
+		allowedHosts = append(allowedHosts, hostOf(pub))
+		allowedOrigins = append(allowedOrigins, pub)
+	}
+	if !loopback && len(allowedHosts) == 0 {
 		b.logger.Warn("listening on a non-loopback address without --allowed-hosts: any Host header is accepted; Origin is still checked")
 	}
+	g := &guard{
+		allowedOrigins: allowedOrigins, allowedHosts: allowedHosts,
+		loopback: loopback, maxBody: *maxBody, logger: b.logger, next: az.protect(streamable),
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", &guard{
-		allowedOrigins: splitList(*origins), allowedHosts: splitList(*hosts),
-		loopback: loopback, maxBody: *maxBody, logger: b.logger, next: streamable,
-	})
+	mux.Handle(proxy.MCPPath, g)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	if az.handler != nil {
+		mux.Handle("/", g.hostOnly(az.handler))
+	}
 	if b.sandbox != nil {
 		sandboxRoutes(mux, b.sandbox)
 		fmt.Fprintf(stderr, "card service sandbox (in-process): API at %s/open/v1 (demo token from CARDWRITER_SANDBOX_TOKEN)\n", base)
 	}
 	fmt.Fprintf(stderr, "MCP endpoint: %s/mcp\n", base)
-	b.logger.Info("serving MCP over streamable HTTP", "addr", ln.Addr().String(), "sandbox", f.sandbox, "version", programVersion())
+	b.logger.Info("serving MCP over streamable HTTP", "addr", ln.Addr().String(), "auth", mode, "sandbox", withSandbox, "version", programVersion())
 	err = serve(ctx, ln, mux, b.logger)
 	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -73,4 +130,32 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		b.logger.Warn("closing MCP sessions", "err", cerr)
 	}
 	return err
+}
+
+// startSideSandbox serves the sandbox on a loopback port of its own (for --sandbox with
+// --auth proxy or passthrough) and returns its address, the API host.
+func startSideSandbox(ctx context.Context, f *serverFlags, stderr io.Writer) (stop func(), apiHost string, err error) {
+	logger, err := f.logger(stderr)
+	if err != nil {
+		return nil, "", err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", fmt.Errorf("sandbox: %w", err)
+	}
+	apiHost = "http://" + ln.Addr().String()
+	svc, err := sandbox.New(sandbox.Options{DataFile: f.sandboxData, DemoToken: os.Getenv("CARDWRITER_SANDBOX_TOKEN"), BaseURL: apiHost,
+		Logger: logger.With("component", "sandbox")})
+	if err != nil {
+		ln.Close()
+		return nil, "", fmt.Errorf("sandbox: %w", err)
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = serve(sctx, ln, svc.Handler(), logger.With("component", "sandbox"))
+	}()
+	fmt.Fprintf(stderr, "card service sandbox: API at %s/open/v1, sign-in at %s/oauth/authorize\n", apiHost, apiHost)
+	return func() { cancel(); <-done }, apiHost, nil
 }

@@ -27,6 +27,8 @@ func commands() []command {
 		{"login", "sign in to the card service in the browser and save the sign-in (used by stdio)", runLogin},
 		{"logout", "revoke and delete the saved sign-in", runLogout},
 		{"whoami", "show who the saved sign-in belongs to and when its access token expires", runWhoami},
+		{"import", "import a character card file (V1/V2/V3 JSON, PNG, CHARX) as a card, or as a trial card", runImport},
+		{"export", "export a card as a Character Card V3 file (JSON or PNG)", runExport},
 		{"sandbox", "serve the card service emulator (API under /open/v1) with a signed-in demo user", runSandbox},
 		{"version", "print the version", runVersion},
 	}

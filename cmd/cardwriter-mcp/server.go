@@ -31,7 +31,13 @@ type serverFlags struct {
 	tools       string
 	readOnly    bool
 	savedGrant  bool // stdio only: without CARDWRITER_TOKEN, use the sign-in saved by login
+	// requestTokens (http with --auth proxy or passthrough): each MCP request brings its own
+	// card service token, in its context (see httpauth.go).
+	requestTokens bool
 	logFlags
+
+	// tavern configures the tavern toolset (kept-aside store, local files); see import.go.
+	tavern tavernConfig
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -97,6 +103,10 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Filter:  tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
 		Logger:  logger,
 		Version: programVersion(),
+
+		// The tavern toolset (import.go).
+		Aside:      f.tavern.aside,
+		LocalFiles: f.tavern.files,
 	})
 	if err != nil {
 		return nil, err
@@ -107,6 +117,9 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 // tokenSource picks the card service token: CARDWRITER_TOKEN when set; otherwise, for stdio,
 // the sign-in saved by `cardwriter-mcp login` for --api-host, refreshed as needed.
 func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, error) {
+	if f.requestTokens {
+		return upstream.ContextTokenSource{}, nil
+	}
 	if token := os.Getenv("CARDWRITER_TOKEN"); token != "" {
 		return upstream.StaticToken(token), nil
 	}

@@ -12,11 +12,17 @@ import (
 )
 
 func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("stdio", "stdio [--sandbox] [--api-host URL] [--toolsets LIST] [--tools LIST] [--read-only]", stderr)
+	fs := newFlagSet("stdio", "stdio [--sandbox] [--api-host URL] [--toolsets LIST] [--tools LIST] [--read-only] [--allow-dir DIR]...", stderr)
 	var f serverFlags
 	f.register(fs)
+	var allowDirs listFlag
+	fs.Var(&allowDirs, "allow-dir", "a folder whose files the tavern import tools may read by path, besides the client's roots (repeatable, or a comma-separated list)")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
+	}
+	var err error
+	if f.tavern, err = stdioTavern(allowDirs, stderr); err != nil {
+		return err
 	}
 	b, err := f.newBackend(stderr, "")
 	if err != nil {

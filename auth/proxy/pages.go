@@ -1,0 +1,106 @@
+package proxy
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"html/template"
+	"net/http"
+	"net/url"
+)
+
+// The proxy's HTML pages: the consent page, the page that returns the browser to the MCP
+// client, and error pages. They load nothing, cannot be framed, are never cached, and escape
+// all they show.
+
+const pageStyle = `body{font-family:system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#222;line-height:1.5}
+h1{font-size:1.4rem}.box{border:1px solid #ccc;border-radius:8px;padding:1rem 1.25rem;margin:1rem 0}
+.warn{background:#fff6e0;border-color:#e0b040}code{word-break:break-all}
+button{font-size:1rem;padding:.5rem 1.25rem;margin-right:.5rem;border-radius:6px;border:1px solid #888;cursor:pointer}
+button.primary{background:#1a5fd0;color:#fff;border-color:#1a5fd0}.muted{color:#666;font-size:.9rem}`
+
+var pageStyleHash = func() string {
+	sum := sha256.Sum256([]byte(pageStyle))
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}()
+
+var pages = template.Must(template.New("pages").Parse(`
+{{define "head"}}<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="same-origin">{{if .Refresh}}<meta http-equiv="refresh" content="0;url={{.Refresh}}">{{end}}
+<title>{{.Title}} · cardwriter-mcp</title><style>` + pageStyle + `</style></head><body>
+<p class="muted">cardwriter-mcp · remote MCP server for the card service</p>
+<h1>{{.Title}}</h1>{{end}}
+
+{{define "consent"}}{{template "head" .}}
+<div class="box">
+<p><strong>{{.Client}}</strong>{{if not .Named}} (client <code>{{.ClientID}}</code>){{end}} wants to use cardwriter-mcp with your card service account:</p>
+<ul>{{range .Scopes}}<li><code>{{.}}</code>{{if eq . "mcp:card-writer"}}: create and edit your cards, worldbooks and trial cards, upload images, and submit cards for review{{end}}</li>{{end}}</ul>
+<p class="muted">On the MCP server <code>{{.Resource}}</code>. You sign in to the card service next.</p>
+</div>
+<div class="box{{if .Loopback}} warn{{end}}">
+<p>If you allow it, the authorization goes to <strong>{{.RedirectHost}}</strong>:<br><code>{{.RedirectURI}}</code></p>
+{{if .Loopback}}<p>That is an application on this computer. Allow only if you have just started connecting from an application you trust.</p>{{end}}
+</div>
+<form method="post" action="{{.Action}}">
+<input type="hidden" name="request" value="{{.Request}}">
+<input type="hidden" name="csrf" value="{{.CSRF}}">
+<button type="submit" name="decision" value="allow" class="primary">Allow</button>
+<button type="submit" name="decision" value="deny">Deny</button>
+</form>
+</body></html>{{end}}
+
+{{define "return"}}{{template "head" .}}
+<p>{{.Message}}</p>
+<p><a href="{{.Refresh}}">Continue to {{.RedirectHost}}</a></p>
+</body></html>{{end}}
+
+{{define "error"}}{{template "head" .}}
+<p>{{.Message}}</p>
+</body></html>{{end}}
+`))
+
+// writePage renders a page. Its CSP has no form-action: browsers apply form-action to every
+// redirect that follows a form submission, and the consent form's Allow ends, through the
+// card service's authorization endpoint, on whatever sign-in page the card service redirects
+// to (possibly on another host). The pages carry no content but their own, escaped.
+func (s *Server) writePage(w http.ResponseWriter, status int, name string, data map[string]any) {
+	var buf bytes.Buffer
+	if err := pages.ExecuteTemplate(&buf, name, data); err != nil {
+		s.log.Error("proxy: render a page", "page", name, "err", err)
+		status = http.StatusInternalServerError
+		buf.Reset()
+		buf.WriteString("<!doctype html><title>Error</title><p>The page could not be shown.</p>")
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "frame-ancestors 'none'; default-src 'none'; base-uri 'none'; style-src '"+pageStyleHash+"'")
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if name == "return" {
+		h.Set("Referrer-Policy", "no-referrer") // the client's page must not see this address
+	} else {
+		h.Set("Referrer-Policy", "same-origin") // not no-referrer: browsers would send the form's Origin as "null"
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// errorPage answers with an HTML error page; it never redirects.
+func (s *Server) errorPage(w http.ResponseWriter, status int, title, message string) {
+	s.writePage(w, status, "error", map[string]any{"Title": title, "Message": message})
+}
+
+// returnPage sends the browser to the MCP client's redirect URI with a page rather than a
+// redirect: the browser reaches the callback through the card service's form, whose CSP
+// form-action would refuse a redirect onward to the client.
+func (s *Server) returnPage(w http.ResponseWriter, target, message string) {
+	host := target
+	if u, err := url.Parse(target); err == nil {
+		host = u.Host
+	}
+	s.writePage(w, http.StatusOK, "return", map[string]any{"Title": "Returning to the application", "Message": message,
+		"Refresh": target, "RedirectHost": host})
+}

@@ -1,0 +1,196 @@
+package proxy
+
+// Passthrough mode: for a deployment inside the card service's own domain, where the MCP
+// server is part of the card service's API. The protected-resource metadata names the card
+// service ({api_host}) as the authorization server and its API ({base_url}) as the resource,
+// so MCP clients get tokens for the card service itself, and the server forwards each
+// request's bearer token upstream unchanged. It checks a token by asking the card service
+// who it belongs to (GET /me, remembered for a minute by the token's digest); a token the
+// card service refuses, up front or during a call, is answered 401 with the challenge.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/cardwriter/cardwriter-mcp/auth"
+	"github.com/cardwriter/cardwriter-mcp/upstream"
+)
+
+const (
+	passthroughCacheTTL = time.Minute
+	passthroughCacheMax = 10000
+)
+
+// PassthroughOptions configures Passthrough.
+type PassthroughOptions struct {
+	PublicURL      string            // the origin MCP clients reach the server at (for the metadata's address)
+	APIHost        string            // the card service; its origin is the authorization server
+	APIOptions     []upstream.Option // the client of GET /me
+	SessionIdleTTL time.Duration     // default 30 minutes
+	Logger         *slog.Logger
+	Now            func() time.Time
+}
+
+// Passthrough serves the protected-resource metadata and guards the MCP endpoint in
+// passthrough mode.
+type Passthrough struct {
+	public   string
+	issuer   string // {api_host}
+	resource string // {base_url}
+	api      *upstream.Client
+	sessions *sessionOwners
+	log      *slog.Logger
+	now      func() time.Time
+
+	mu    sync.Mutex
+	known map[string]knownToken // digest of a token -> its user, until
+}
+
+type knownToken struct {
+	user  string
+	until time.Time
+}
+
+// NewPassthrough returns the passthrough mode's resource server.
+func NewPassthrough(opts PassthroughOptions) (*Passthrough, error) {
+	pub, err := CanonicalOrigin(opts.PublicURL)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: the public URL: %w", err)
+	}
+	resource, err := auth.Resource(opts.APIHost)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: the card service: %w", err)
+	}
+	api, err := upstream.New(opts.APIHost, upstream.ContextTokenSource{}, opts.APIOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: the card service: %w", err)
+	}
+	if opts.SessionIdleTTL <= 0 {
+		opts.SessionIdleTTL = DefaultSessionIdleTTL
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	u, err := url.Parse(api.BaseURL())
+	if err != nil {
+		return nil, fmt.Errorf("proxy: the card service: %w", err)
+	}
+	issuer, _ := canonicalResource(u.Scheme + "://" + u.Host)
+	return &Passthrough{public: pub, issuer: issuer, resource: resource, api: api,
+		sessions: newSessionOwners(opts.SessionIdleTTL), log: opts.Logger, now: opts.Now, known: map[string]knownToken{}}, nil
+}
+
+// ResourceMetadataURL is where the protected-resource metadata is.
+func (p *Passthrough) ResourceMetadataURL() string { return p.public + prmPath + MCPPath }
+
+// Handler serves the protected-resource metadata at both well-known addresses.
+func (p *Passthrough) Handler() http.Handler {
+	mux := http.NewServeMux()
+	meta := func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		h.Set("Access-Control-Expose-Headers", "WWW-Authenticate")
+		switch r.Method {
+		case http.MethodOptions:
+			h.Set("Access-Control-Allow-Methods", "GET, OPTIONS")
+			h.Set("Access-Control-Allow-Headers", "Content-Type, MCP-Protocol-Version")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		case http.MethodGet, http.MethodHead:
+		default:
+			h.Set("Allow", "GET, OPTIONS")
+			writeOAuthError(w, http.StatusMethodNotAllowed, "invalid_request", "Use GET.")
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{
+			"resource":                 p.resource,
+			"authorization_servers":    []string{p.issuer},
+			"scopes_supported":         []string{Scope},
+			"bearer_methods_supported": []string{"header"},
+			"resource_name":            "cardwriter-mcp: author role-play cards on the card service",
+		})
+	}
+	mux.HandleFunc(prmPath, meta)
+	mux.HandleFunc(prmPath+MCPPath, meta)
+	return mux
+}
+
+// Protect returns the MCP endpoint behind the card service's own tokens.
+func (p *Passthrough) Protect(next http.Handler) http.Handler {
+	return &resourceServer{metadataURL: p.ResourceMetadataURL(), authenticate: p.authenticate, sessions: p.sessions, log: p.log, next: next}
+}
+
+// Sweep drops idle session bindings and remembered tokens; call it now and then.
+func (p *Passthrough) Sweep() {
+	p.sessions.sweep(time.Now())
+	now := p.now()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, v := range p.known {
+		if !now.Before(v.until) {
+			delete(p.known, k)
+		}
+	}
+}
+
+func (p *Passthrough) authenticate(r *http.Request, token string) (*Principal, upstream.TokenSource, *authFailure) {
+	d := digest(token)
+	now := p.now()
+	p.mu.Lock()
+	k, ok := p.known[d]
+	p.mu.Unlock()
+	if !ok || !now.Before(k.until) {
+		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
+		me, err := p.api.GetMe(upstream.WithTokenSource(ctx, upstream.StaticToken(token)))
+		cancel()
+		var apiErr *upstream.Error
+		switch {
+		case errors.As(err, &apiErr) && (apiErr.Status == http.StatusUnauthorized || apiErr.Status == http.StatusForbidden):
+			return nil, nil, &authFailure{status: http.StatusUnauthorized, token: true, reason: "The card service does not accept the access token."}
+		case err != nil || me.UserID == "":
+			p.log.Warn("passthrough: the card service could not check a token", "err", err)
+			return nil, nil, &authFailure{status: http.StatusServiceUnavailable, token: true, reason: "The card service could not check the access token; try again in a moment."}
+		}
+		k = knownToken{user: me.UserID, until: now.Add(passthroughCacheTTL)}
+		p.mu.Lock()
+		if len(p.known) >= passthroughCacheMax {
+			clear(p.known)
+		}
+		p.known[d] = k
+		p.mu.Unlock()
+	}
+	return &Principal{UserID: k.user}, &passthroughSource{token: upstream.Token(token), forget: func() {
+		p.mu.Lock()
+		delete(p.known, d)
+		p.mu.Unlock()
+	}}, nil
+}
+
+// passthroughSource forwards the request's bearer token. It cannot refresh it: a refusal by
+// the card service ends the request's authorization (the answer becomes a 401).
+type passthroughSource struct {
+	token  upstream.Token
+	state  *requestState
+	forget func()
+}
+
+func (s *passthroughSource) Token(context.Context) (upstream.Token, error) { return s.token, nil }
+
+func (s *passthroughSource) Refresh(context.Context, upstream.Token) (upstream.Token, error) {
+	if s.state != nil {
+		s.state.ended.Store(true)
+	}
+	if s.forget != nil {
+		s.forget()
+	}
+	return "", &upstream.AuthError{Message: "The card service refused the access token; authorize the MCP client again.", Err: errGrantEnded}
+}

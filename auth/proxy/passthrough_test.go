@@ -1,0 +1,82 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/cardwriter/cardwriter-mcp/upstream"
+)
+
+func TestPassthrough(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var h http.Handler
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
+	pub := "http://" + srv.Listener.Addr().String()
+	p, err := NewPassthrough(PassthroughOptions{PublicURL: pub, APIHost: e.sbURL, Logger: logger, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, _ := upstream.New(e.sbURL, upstream.ContextTokenSource{}, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, p.Protect(mcpStandIn(api)))
+	mux.Handle("/", p.Handler())
+	h = mux
+	srv.Start()
+	defer srv.Close()
+	pe := &env{t: t, url: pub, secrets: e.secrets}
+
+	resp, err := http.Get(pub + "/.well-known/oauth-protected-resource/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var prm map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&prm)
+	resp.Body.Close()
+	if prm["resource"] != e.sbURL+"/open/v1" || prm["authorization_servers"].([]any)[0] != e.sbURL {
+		t.Errorf("passthrough metadata: %v", prm)
+	}
+
+	want := `Bearer resource_metadata="` + pub + `/.well-known/oauth-protected-resource/mcp", scope="mcp:card-writer"`
+	if status, hd, _ := pe.mcpCall("", "", initBody); status != 401 || hd.Get("WWW-Authenticate") != want {
+		t.Errorf("no token: %d %q", status, hd.Get("WWW-Authenticate"))
+	}
+	if status, hd, _ := pe.mcpCall("not-a-token", "", initBody); status != 401 || !strings.Contains(hd.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Errorf("a token the card service refuses: %d %q", status, hd.Get("WWW-Authenticate"))
+	}
+	status, hd, out := pe.mcpCall(e.sb.DemoToken(), "", initBody)
+	if status != 200 || out["user"] != "u_demo" || out["principal"] != "u_demo" {
+		t.Fatalf("the card service's token: %d %v", status, out)
+	}
+	sid := hd.Get("Mcp-Session-Id")
+
+	// An OAuth token of the card service, refused by it while remembered as good here: the
+	// refusal during the call becomes a 401 with the challenge.
+	c := e.register("Passthrough", "http://127.0.0.1:9/cb")
+	c.signIn()
+	toks, err := e.srv.openGrant(onlyGrant(t, e))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, _, out := pe.mcpCall(toks.Access.Reveal(), "", initBody); status != 200 || out["user"] != "u_demo" {
+		t.Fatalf("an OAuth token of the card service: %d %v", status, out)
+	}
+	// The same user's session works with another of their tokens.
+	if status, _, _ := pe.mcpCall(toks.Access.Reveal(), sid, listBody); status != 200 {
+		t.Errorf("the user's session with another token of theirs: %d", status)
+	}
+	e.srv.up.revoke(context.Background(), toks)
+	status, hd, out = pe.mcpCall(toks.Access.Reveal(), "", listBody)
+	if status != 401 || !strings.Contains(hd.Get("WWW-Authenticate"), `error="invalid_token"`) {
+		t.Errorf("a token revoked at the card service: %d %v %v", status, hd, out)
+	}
+	other := e.sb.AddUser("other-user-token-0123456789", "Other")
+	if status, _, _ := pe.mcpCall("other-user-token-0123456789", sid, listBody); status != 404 || other == "" {
+		t.Errorf("another user's token with the session: %d", status)
+	}
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cardwriter/cardwriter-mcp/aside"
+	"github.com/cardwriter/cardwriter-mcp/auth"
+	"github.com/cardwriter/cardwriter-mcp/tavern"
+	"github.com/cardwriter/cardwriter-mcp/tools"
+)
+
+// tavernConfig configures the tavern toolset of a server: where what the card service cannot
+// hold of an imported file is kept aside, and which local files source.path may name.
+type tavernConfig struct {
+	aside tools.AsideStore  // nil: in memory, for the life of the server (http)
+	files *tools.LocalFiles // nil: source.path refused (http)
+}
+
+// asideDir is the kept-aside store's directory: aside/ in the config dir the sign-in uses
+// ($CARDWRITER_CONFIG_DIR, else the user config dir's cardwriter-mcp/).
+func asideDir() (string, error) {
+	dir, err := auth.Dir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "aside"), nil
+}
+
+// fileAside returns the kept-aside store in the user's config dir.
+func fileAside() (tools.AsideStore, error) {
+	dir, err := asideDir()
+	if err != nil {
+		return nil, fmt.Errorf("kept-aside store: %w", err)
+	}
+	return aside.NewFile(dir)
+}
+
+// stdioTavern is the tavern configuration of the stdio server: a file store, and source.path
+// allowed inside the client's roots and the --allow-dir folders.
+func stdioTavern(allowDirs []string, stderr io.Writer) (tavernConfig, error) {
+	var dirs []string
+	for _, d := range allowDirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return tavernConfig{}, fmt.Errorf("--allow-dir %s: %w", d, err)
+		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			return tavernConfig{}, fmt.Errorf("--allow-dir %s: %w", d, err)
+		}
+		if !fi.IsDir() {
+			return tavernConfig{}, fmt.Errorf("--allow-dir %s: not a directory", d)
+		}
+		dirs = append(dirs, abs)
+	}
+	cfg := tavernConfig{files: &tools.LocalFiles{AllowDirs: dirs}}
+	store, err := fileAside()
+	if err != nil {
+		// Imports still work; what they keep aside lasts as long as the server.
+		fmt.Fprintf(stderr, "cardwriter-mcp: %v; keeping imported cards' extra data in memory only\n", err)
+		return cfg, nil
+	}
+	cfg.aside = store
+	return cfg, nil
+}
+
+// listFlag is a repeatable flag whose values may also be comma-separated lists.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, splitList(v)...)
+	return nil
+}
+
+// cliFlags are the flags of import and export: the backend flags of stdio (the card service or
+// the sandbox, the token from CARDWRITER_TOKEN or the saved sign-in) and logging, quiet by default.
+func cliFlags(fs *flag.FlagSet, f *serverFlags) {
+	fs.BoolVar(&f.sandbox, "sandbox", false, "use the card service sandbox in-process, with its demo user (no account, no network)")
+	fs.StringVar(&f.sandboxData, "sandbox-data", "", "with --sandbox: file that keeps the sandbox's state across runs (default: memory only)")
+	fs.StringVar(&f.apiHost, "api-host", "", "the card service's address, e.g. https://api.example.com (the API is under /open/v1)")
+	fs.StringVar(&f.level, "log-level", "warn", "log level: debug, info, warn or error")
+	fs.StringVar(&f.format, "log-format", "text", "log format on stderr: text or json")
+	f.savedGrant = true // like stdio: without CARDWRITER_TOKEN, the sign-in saved by login
+}
+
+// parseWithPositional parses args that hold flags and n positional arguments in any order.
+func parseWithPositional(fs *flag.FlagSet, args []string, n int) ([]string, error) {
+	var pos, flags []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if !strings.HasPrefix(a, "-") || a == "-" {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if fl := fs.Lookup(name); fl != nil {
+			if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				continue
+			}
+			if i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		}
+	}
+	if err := parseFlags(fs, flags, nil); err != nil {
+		return nil, err
+	}
+	if len(pos) != n {
+		fmt.Fprintf(fs.Output(), "want %d argument(s), got %d\n", n, len(pos))
+		fs.Usage()
+		return nil, errUsage
+	}
+	return pos, nil
+}
+
+// callTool runs one tool of the backend's MCP server through an in-process MCP client, exactly
+// as a model's call would run, printing progress on stderr. An isError result is an error
+// carrying the result's message.
+func callTool(ctx context.Context, b *backend, name string, args map[string]any, stderr io.Writer) (*mcp.CallToolResult, map[string]any, error) {
+	c, err := client.NewInProcessClient(b.mcp)
+	if err != nil {
+		return nil, nil, err
+	}
+	// Progress is reported as each step starts ("Step 2 of 7: ..."); notifications arrive
+	// asynchronously, so the last ones may come after the result.
+	var mu sync.Mutex
+	var last, total float64 = -1, 0
+	c.OnNotification(func(n mcp.JSONRPCNotification) {
+		if n.Method != string(mcp.MethodNotificationProgress) {
+			return
+		}
+		p := n.Params.AdditionalFields
+		mu.Lock()
+		defer mu.Unlock()
+		last, _ = p["progress"].(float64)
+		total, _ = p["total"].(float64)
+		fmt.Fprintln(stderr, p["message"])
+	})
+	defer func() {
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+			mu.Lock()
+			done := last >= total-1
+			mu.Unlock()
+			if done {
+				return
+			}
+		}
+	}()
+	if err := c.Start(ctx); err != nil {
+		return nil, nil, err
+	}
+	defer c.Close()
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: "cardwriter-mcp-cli", Version: programVersion()}
+	if _, err := c.Initialize(ctx, init); err != nil {
+		return nil, nil, err
+	}
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	req.Params.Meta = &mcp.Meta{ProgressToken: "cli"}
+	res, err := c.CallTool(ctx, req)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sc map[string]any
+	if raw, err := json.Marshal(res.StructuredContent); err == nil {
+		_ = json.Unmarshal(raw, &sc)
+	}
+	if res.IsError {
+		msg, _ := sc["message"].(string)
+		if msg == "" {
+			msg = firstText(res)
+		}
+		if d, ok := sc["detail"]; ok {
+			if js, err := json.Marshal(d); err == nil {
+				msg += "\ndetail: " + string(js)
+			}
+		}
+		return res, sc, errors.New(msg)
+	}
+	return res, sc, nil
+}
+
+// firstText returns a result's first text content.
+func firstText(res *mcp.CallToolResult) string {
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			return tc.Text
+		}
+	}
+	return ""
+}
+
+// runImport imports a character card file, with import_tavern_card.
+func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("import", "import FILE [--mode card|trial] [--client-key KEY] [--json] [--sandbox [--sandbox-data FILE] | --api-host URL]", stderr)
+	var f serverFlags
+	cliFlags(fs, &f)
+	mode := fs.String("mode", "card", "card (a new card) or trial (the trial card named --client-key)")
+	clientKey := fs.String("client-key", "", "the trial's name (--mode trial); with --mode card, another key imports the same file again as a separate card")
+	asJSON := fs.Bool("json", false, "print the tool's result as JSON instead of a summary")
+	pos, err := parseWithPositional(fs, args, 1)
+	if err != nil {
+		return helpOK(err)
+	}
+	file := pos[0]
+	fi, err := os.Stat(file)
+	if err != nil {
+		return err
+	}
+	if fi.Size() > tavern.MaxInputSize {
+		return fmt.Errorf("%s is larger than %d MiB, the most a card file may be", file, tavern.MaxInputSize>>20)
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	if f.tavern.aside, err = fileAside(); err != nil {
+		return err
+	}
+	b, err := f.newBackend(stderr, "")
+	if err != nil {
+		return err
+	}
+	callArgs := map[string]any{"source": map[string]any{"dataBase64": base64.StdEncoding.EncodeToString(data)}, "mode": *mode}
+	if *clientKey != "" {
+		callArgs["clientKey"] = *clientKey
+	}
+	res, sc, err := callTool(ctx, b, "import_tavern_card", callArgs, stderr)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(stdout, sc)
+	}
+	_, err = fmt.Fprintln(stdout, firstText(res))
+	return err
+}
+
+// printJSON prints v indented.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

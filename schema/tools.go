@@ -1,0 +1,78 @@
+package schema
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+)
+
+// toolSchemas is the document of the tool schemas that are not one contract operation (tools.json):
+// {"$defs": {...}, "tools": {NAME: {"input": schema, "output": schema}}}. Its $refs point into
+// itself ("#/$defs/...") or into the contract ("upstream.openapi.json#/components/schemas/...").
+//
+//go:embed tools.json
+var toolSchemas []byte
+
+// ToolSchemas returns a copy of the embedded tool schemas document.
+func ToolSchemas() []byte { return bytes.Clone(toolSchemas) }
+
+var toolsTree = sync.OnceValues(func() (any, error) {
+	var v any
+	if err := json.Unmarshal(toolSchemas, &v); err != nil {
+		return nil, fmt.Errorf("parse tools.json: %w", err)
+	}
+	return v, nil
+})
+
+// ToolNames returns the names of the tools whose schemas tools.json holds, sorted.
+func ToolNames() ([]string, error) {
+	v, err := toolsDoc.resolve("#/tools")
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf("tools.json: tools is not an object")
+	}
+	return slices.Sorted(maps.Keys(m)), nil
+}
+
+// ToolInput returns the input schema of a tool of tools.json, self-contained like OperationInput's:
+// every $ref (into tools.json or into the contract) is resolved. It must be an object schema
+// without a top-level anyOf, oneOf or allOf (some model providers refuse those).
+func ToolInput(name string) (map[string]any, error) {
+	s, err := toolSchema(name, "input")
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"anyOf", "oneOf", "allOf", "not", "if"} {
+		if _, ok := s[k]; ok {
+			return nil, fmt.Errorf("tool input %s: a top-level %s is not allowed; check such rules in the handler", name, k)
+		}
+	}
+	if _, ok := s["properties"].(map[string]any); !ok {
+		return nil, fmt.Errorf("tool input %s: no properties", name)
+	}
+	return s, nil
+}
+
+// ToolOutput returns the self-contained output schema of a tool of tools.json.
+func ToolOutput(name string) (map[string]any, error) { return toolSchema(name, "output") }
+
+func toolSchema(name, which string) (map[string]any, error) {
+	if _, err := toolsDoc.resolve("#/tools/" + escapePointer(name)); err != nil {
+		return nil, fmt.Errorf("tool %s %s: tools.json has no tool %q", name, which, name)
+	}
+	s, err := toolsDoc.inlineAt("#/tools/" + escapePointer(name) + "/" + which)
+	if err != nil {
+		return nil, err
+	}
+	if s["type"] != "object" {
+		return nil, fmt.Errorf("tool %s %s: the schema's type is %v, not object", name, which, s["type"])
+	}
+	return s, nil
+}

@@ -1,0 +1,149 @@
+package tools
+
+import (
+	"fmt"
+	"strings"
+)
+
+// tavernTools is the tavern toolset: character cards and lorebooks in the community's file
+// formats (Character Card V1/V2/V3 as JSON, PNG or CHARX; lorebook_v3; SillyTavern World Info),
+// in and out. The formats are package tavern's; these tools map them to the card service's
+// operations and keep aside (AsideStore) what the service cannot hold.
+func tavernTools() []Tool {
+	return []Tool{
+		{
+			Name:    "import_tavern_card",
+			Toolset: ToolsetTavern,
+			Title:   "Import a character card file",
+			Description: "Import a character card file (Character Card V1, V2 or V3 as JSON, a PNG card with a chara or ccv3 chunk, " +
+				"or a CHARX zip) as a new card with its opening lines, text sections, tags, avatar and lorebook. " +
+				"source is exactly one of: path (a file on the user's machine; only when cardwriter-mcp runs over stdio, and only " +
+				"inside a root the client declared or a folder given with --allow-dir; refused over HTTP), dataBase64 (the " +
+				"file's bytes) or json (the card's JSON); at most 32 MiB. " +
+				"Mapping: name -> roleName, first_mes -> roleWelcome, alternate_greetings -> welcomeAlternates (order kept), " +
+				"creator_notes -> roleDesc, description/personality/scenario/mes_example/system_prompt/post_history_instructions -> " +
+				"the document sections description/personality/scenario/exampleDialogue/systemPrompt/postHistoryInstructions, " +
+				"tags -> tags, the PNG's image -> the avatar, character_book -> a tavern-format worldbook bound to the card " +
+				"(its entries keep their SillyTavern matching rules). " +
+				"What the service has no field for (extensions, creator, character_version, lorebook settings, entries' extra " +
+				"fields) is kept aside by cardwriter-mcp, per card service, user and card, and listed in keptAside; " +
+				"export_tavern_card puts it back, so an import followed by an export loses nothing. " +
+				"mode card (the default) runs createCard, setOpeningLines, uploadImage and updateCardProfile, writeCardDocument, " +
+				"createWorldbook and writeWorldbookDocument (500 entries per call), reporting progress after each step. " +
+				"Importing the same file again returns the same card (the card's idempotency key is a hash of the file; give " +
+				"another clientKey to make a separate copy). If a step fails after the card was created, the error names what " +
+				"was created (detail.roleId, detail.worldbookId) and the step that failed; run the same import again to finish " +
+				"it, nothing is created twice. " +
+				"mode trial creates or replaces the trial card named clientKey (required then) instead: trial worldbooks are " +
+				"native, so the entries' tavern matchOptions cannot be held there and are kept aside too.\n\n" +
+				`Example: {"source":{"path":"/home/me/cards/Captain Vey.png"}}`,
+			// Destructive: in trial mode it replaces the trial stored under clientKey. Idempotent: the
+			// same file gives the same card, and a repeated import creates nothing more.
+			Annotations: hints(false, true, true, true),
+			Handler:     importTavernCard,
+			Summary:     summarizeCardImport,
+		},
+		{
+			Name:    "export_tavern_card",
+			Toolset: ToolsetTavern,
+			Title:   "Export a card as a character card file",
+			Description: "Export a card, its text sections and its bound worldbooks as a Character Card V3 file, without changing " +
+				"anything. format json (the default) returns the V3 JSON as text and as structuredContent.card; format png " +
+				"returns a PNG (the card's avatar, or a placeholder when it has none) carrying the card in a ccv3 chunk (V3) " +
+				"and a chara chunk (V2), as image content and as structuredContent.dataBase64. " +
+				"The mapping is import_tavern_card's, reversed: the bound worldbooks' entries make up character_book (the " +
+				"worldbook the card was imported with first, entries in the file's order), and what import_tavern_card kept " +
+				"aside for the card and its worldbooks is restored (listed in keptAsideRestored), so a card imported from a " +
+				"file exports to the same file. Use it to hand a card to another app or to back it up.\n\n" +
+				`Example: {"roleId":"r_8f2c1a","format":"png"}`,
+			Annotations: readHints(),
+			Handler:     exportTavernCard,
+			Summary: func(out map[string]any) string {
+				s := fmt.Sprintf("Exported card %s as a Character Card V3 %s", str(out, "roleId"), strings.ToUpper(str(out, "format")))
+				if wbs := list(out, "worldbooks"); len(wbs) > 0 {
+					var n int64
+					for _, w := range wbs {
+						n += num(w.(map[string]any), "entries")
+					}
+					s += fmt.Sprintf(" with %s from %s", plural(n, "lorebook entry", "lorebook entries"), plural(int64(len(wbs)), "worldbook", "worldbooks"))
+				}
+				if k := list(out, "keptAsideRestored"); len(k) > 0 {
+					s += fmt.Sprintf("; restored %s kept aside at import", plural(int64(len(k)), "field", "fields"))
+				}
+				if str(out, "avatar") == "placeholder" {
+					s += "; placeholder image"
+				}
+				return s + "."
+			},
+		},
+		{
+			Name:    "import_tavern_worldbook",
+			Toolset: ToolsetTavern,
+			Title:   "Import a lorebook file",
+			Description: "Import a lorebook file (a lorebook_v3 JSON, a SillyTavern World Info file, a character_book object, " +
+				"or the lorebook of a character card file) as worldbook entries. " +
+				"source is as in import_tavern_card (path over stdio only, inside the client's roots or an --allow-dir folder; " +
+				"dataBase64; or json). Without worldbookId a new tavern-format worldbook is created, named name (default: the " +
+				"lorebook's own name); with worldbookId the entries are added to that worldbook (a native worldbook cannot hold " +
+				"their tavern matchOptions, which are then kept aside). roleId binds the worldbook to that card. " +
+				"Entries map name/comment -> name, keys -> keywords, secondary_keys (when selective) -> secondaryKeywords, " +
+				"case_sensitive, match_whole_words and selectiveLogic -> matchOptions, enabled -> isEnabled, constant -> " +
+				"isConstant, insertion_order -> sortOrder, priority -> priority; the rest is kept aside for export_tavern_card " +
+				"(listed in keptAside). Entries are written 500 per call, with progress after each; each call adds the " +
+				"entries again, so do not repeat it after a success.\n\n" +
+				`Example: {"source":{"json":{"entries":{"0":{"uid":0,"key":["kraken"],"content":"A kraken haunts the Shoals.","comment":"Kraken"}},"name":"Shoals"}},"roleId":"r_8f2c1a"}`,
+			// Adds a worldbook or entries each time; deletes and replaces nothing.
+			Annotations: addHints(),
+			Handler:     importTavernWorldbook,
+			Summary: func(out map[string]any) string {
+				verb := "Added"
+				if boolean(out, "created") {
+					verb = "Created worldbook " + str(out, "worldbookId") + " " + quoted(str(out, "name")) + " with"
+				} else {
+					verb += " to worldbook " + str(out, "worldbookId") + ":"
+				}
+				s := fmt.Sprintf("%s %s", verb, plural(num(out, "entryCount"), "entry", "entries"))
+				if boolean(out, "bound") {
+					s += ", bound to card " + str(out, "roleId")
+				}
+				if k := list(out, "keptAside"); len(k) > 0 {
+					s += fmt.Sprintf("; kept aside: %s", plural(int64(len(k)), "field", "fields"))
+				}
+				return s + "."
+			},
+		},
+	}
+}
+
+// summarizeCardImport sums up an import_tavern_card result.
+func summarizeCardImport(out map[string]any) string {
+	src := obj(out, "source")
+	from := str(src, "container") + "/" + str(src, "spec")
+	var s string
+	if str(out, "mode") == "trial" {
+		s = fmt.Sprintf("Imported %s (%s) as trial card %s (card %s)", quoted(str(out, "roleName")), from,
+			quoted(str(out, "clientKey")), str(out, "roleId"))
+	} else {
+		s = fmt.Sprintf("Imported %s (%s) as card %s", quoted(str(out, "roleName")), from, str(out, "roleId"))
+		if boolean(out, "resumed") {
+			s += " (imported before: the same card, now complete)"
+		}
+	}
+	if wb := str(out, "worldbookId"); wb != "" {
+		s += fmt.Sprintf("; worldbook %s with %s bound to it", wb, plural(num(out, "entryCount"), "entry", "entries"))
+	} else if n := num(out, "entryCount"); n > 0 {
+		s += fmt.Sprintf(" with %s", plural(n, "worldbook entry", "worldbook entries"))
+	}
+	if id := str(out, "avatarImageId"); id != "" {
+		s += "; avatar " + id
+	}
+	if k := stringsOf(list(out, "keptAside")); len(k) > 0 {
+		const shown = 8
+		names := strings.Join(k[:min(len(k), shown)], ", ")
+		if len(k) > shown {
+			names += fmt.Sprintf(" and %d more", len(k)-shown)
+		}
+		s += "; kept aside (restored on export): " + names
+	}
+	return s + "."
+}

@@ -1,0 +1,281 @@
+package tools
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/cardwriter/cardwriter-mcp/schema"
+	"github.com/cardwriter/cardwriter-mcp/tavern"
+	"github.com/cardwriter/cardwriter-mcp/upstream"
+)
+
+type exportArgs struct {
+	RoleID string `json:"roleId"`
+	Format string `json:"format"`
+}
+
+// worldbookUsed is one bound worldbook an export took entries from.
+type worldbookUsed struct {
+	WorldbookID string `json:"worldbookId"`
+	Name        string `json:"name"`
+	Format      string `json:"format"`
+	Entries     int    `json:"entries"`
+}
+
+// exportResult is export_tavern_card's result (tools.json).
+type exportResult struct {
+	RoleID            string          `json:"roleId"`
+	Format            string          `json:"format"`
+	Card              json.RawMessage `json:"card"`
+	DataBase64        string          `json:"dataBase64,omitempty"`
+	MimeType          string          `json:"mimeType,omitempty"`
+	KeptAsideRestored []string        `json:"keptAsideRestored"`
+	Worldbooks        []worldbookUsed `json:"worldbooks"`
+	Avatar            string          `json:"avatar"`
+	Notes             []string        `json:"notes"`
+}
+
+// Export formats.
+const (
+	formatJSON = "json"
+	formatPNG  = "png"
+)
+
+// exportTavernCard exports a card, its document and its bound worldbooks as a Character Card V3
+// JSON or PNG file, restoring what an import kept aside.
+func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
+	var in exportArgs
+	if err := json.Unmarshal(c.Body, &in); err != nil {
+		return nil, fmt.Errorf("decode the arguments: %w", err)
+	}
+	if in.Format == "" {
+		in.Format = formatJSON
+	}
+	st := &steps{p: c.Progress, total: 3}
+	st.start(ctx, "read the card")
+	card, err := c.Client.GetCard(ctx, in.RoleID)
+	if err != nil {
+		return nil, err
+	}
+	st.end()
+	keys, err := asideKeysFor(ctx, c.Client)
+	if err != nil {
+		return nil, err
+	}
+	var rec cardRecord
+	if _, err := loadRecord(ctx, c.Aside, keys.card(card.RoleID), &rec); err != nil {
+		return nil, err
+	}
+	tc := &tavern.Card{
+		Name: card.RoleName, Welcome: card.RoleWelcome, Alternates: nilIfEmpty(card.WelcomeAlternates),
+		Description: card.RoleDesc, Sections: sectionsOf(card.Sections), Tags: nilIfEmpty(card.Tags),
+	}
+	out := exportResult{RoleID: card.RoleID, Format: in.Format, Worldbooks: []worldbookUsed{}, Avatar: "none", Notes: []string{}}
+	kept := [][]string{rec.KeptAside}
+
+	st.start(ctx, "read the bound worldbooks")
+	book, used, bookKept, err := exportBook(ctx, c, keys, card.RoleID, rec.WorldbookID)
+	if err != nil {
+		return nil, err
+	}
+	tc.Book = book
+	out.Worldbooks = used
+	kept = append(kept, bookKept)
+	st.end()
+	st.start(ctx, "write the "+strings.ToUpper(in.Format)+" file")
+	if len(used) > 1 {
+		out.Notes = append(out.Notes, fmt.Sprintf("The card has %d worldbooks bound; a character card holds one lorebook, so their entries "+
+			"are merged into character_book under the first one's name.", len(used)))
+	}
+	var bookExt map[string]any
+	if book != nil {
+		bookExt = book.Extensions
+	}
+	tc.Restore(&tavern.Leftovers{Card: rec.Card, Creator: rec.Creator, CharacterVersion: rec.CharacterVersion, Book: bookExt})
+	out.KeptAsideRestored = unionSorted(kept...)
+
+	v3, err := tavern.WriteV3JSON(tc)
+	if err != nil {
+		return nil, fmt.Errorf("write the V3 card: %w", err)
+	}
+	obj, err := schema.DecodeJSON(v3)
+	if err != nil {
+		return nil, fmt.Errorf("decode the V3 card: %w", err)
+	}
+	if out.Card, err = marshalNoEscape(obj); err != nil {
+		return nil, err
+	}
+	if in.Format == formatJSON {
+		c.Content = []mcp.Content{mcp.NewTextContent(string(v3))}
+		return marshalNoEscape(out)
+	}
+
+	var avatar []byte
+	out.Avatar = "placeholder"
+	if card.AvatarImageID == "" {
+		out.Notes = append(out.Notes, "The card has no avatar, so the PNG shows a placeholder image.")
+	} else if img, note := fetchAvatar(ctx, c.Client, card.RoleID, card.AvatarImageID); note != "" {
+		out.Notes = append(out.Notes, note)
+	} else {
+		avatar, out.Avatar = img, "image"
+	}
+	png, err := tavern.WritePNG(tc, avatar)
+	if err != nil && avatar != nil {
+		out.Notes = append(out.Notes, fmt.Sprintf("The card's avatar could not be used (%v), so the PNG shows a placeholder image.", err))
+		out.Avatar = "placeholder"
+		png, err = tavern.WritePNG(tc, nil)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("write the PNG card: %w", err)
+	}
+	out.DataBase64 = base64.StdEncoding.EncodeToString(png)
+	out.MimeType = "image/png"
+	c.Content = []mcp.Content{mcp.NewImageContent(out.DataBase64, out.MimeType)}
+	return marshalNoEscape(out)
+}
+
+// exportBook builds the card's lorebook from its bound worldbooks: the one it was imported with
+// (primary) first, then the others in the service's order, each one's entries in the order of
+// the file they came from (then the service's order for entries added later), with the
+// leftovers kept aside for each entry restored. It returns nil when no worldbook is bound.
+func exportBook(ctx context.Context, c *Call, keys asideKeys, roleID, primary string) (*tavern.Book, []worldbookUsed, []string, error) {
+	bound, err := c.Client.ListCardWorldbooks(ctx, roleID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	list := bound.List
+	for i, wb := range list {
+		if wb.WorldbookID == primary && i > 0 {
+			list = append([]upstream.Worldbook{wb}, append(list[:i:i], list[i+1:]...)...)
+			break
+		}
+	}
+	used := []worldbookUsed{}
+	var kept []string
+	var book *tavern.Book
+	for _, wb := range list {
+		entries, err := c.Client.ListWorldbookEntries(ctx, wb.WorldbookID, "")
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		var rec worldbookRecord
+		if _, err := loadRecord(ctx, c.Aside, keys.worldbook(wb.WorldbookID), &rec); err != nil {
+			return nil, nil, nil, err
+		}
+		kept = append(kept, rec.KeptAside...)
+		if book == nil {
+			name := wb.Name
+			if rec.GeneratedName != "" && wb.Name == rec.GeneratedName {
+				name = rec.Name
+			}
+			book = &tavern.Book{Name: name, Description: wb.Description, Extensions: rec.Book}
+		}
+		ordered := orderEntries(entries.Entries, rec.Order)
+		for _, e := range ordered {
+			te := tavern.Entry{
+				EntryID: e.EntryID, Name: e.Name, Content: e.Content, Keywords: nilIfEmpty(e.Keywords),
+				SecondaryKeywords: nilIfEmpty(e.SecondaryKeywords), Category: e.Category, IsEnabled: e.IsEnabled,
+				IsConstant: e.IsConstant, Priority: e.Priority, SortOrder: e.SortOrder,
+			}
+			if e.MatchOptions != nil {
+				mo := tavern.MatchOptions(*e.MatchOptions)
+				te.MatchOptions = &mo
+			}
+			if a, ok := rec.Entries[e.EntryID]; ok {
+				te.Extensions = maps.Clone(a.Extensions)
+				if te.Extensions == nil {
+					te.Extensions = map[string]any{}
+				}
+				if te.MatchOptions == nil && a.MatchOptions != nil {
+					mo := *a.MatchOptions
+					te.MatchOptions = &mo
+				}
+			}
+			book.Entries = append(book.Entries, te)
+		}
+		used = append(used, worldbookUsed{WorldbookID: wb.WorldbookID, Name: wb.Name, Format: wb.Format, Entries: len(ordered)})
+	}
+	return book, used, kept, nil
+}
+
+// orderEntries orders a worldbook's entries for export: the service lists them by sortOrder; the
+// entries an import made (order, in the file's order) stay together in that order, where the
+// first of them is listed, and the others keep their place.
+func orderEntries(entries []upstream.WorldbookEntry, order []string) []upstream.WorldbookEntry {
+	byID := make(map[string]int, len(entries))
+	for i, e := range entries {
+		byID[e.EntryID] = i
+	}
+	recorded := make([]bool, len(entries))
+	var block []upstream.WorldbookEntry
+	for _, id := range order {
+		if i, ok := byID[id]; ok && !recorded[i] {
+			recorded[i] = true
+			block = append(block, entries[i])
+		}
+	}
+	out := make([]upstream.WorldbookEntry, 0, len(entries))
+	for i, e := range entries {
+		switch {
+		case !recorded[i]:
+			out = append(out, e)
+		case block != nil:
+			out = append(out, block...)
+			block = nil
+		}
+	}
+	return out
+}
+
+// fetchAvatar downloads the card's avatar image; note says why it could not, "" when it could.
+func fetchAvatar(ctx context.Context, client *upstream.Client, roleID, imageID string) ([]byte, string) {
+	assets, err := client.ListCardAssets(ctx, roleID)
+	if err != nil {
+		return nil, fmt.Sprintf("The card's avatar could not be found (%v), so the PNG shows a placeholder image.", err)
+	}
+	for _, im := range assets.Images {
+		if im.ImageID != imageID {
+			continue
+		}
+		data, _, err := client.FetchAsset(ctx, im.URL, tavern.MaxInputSize)
+		if err != nil {
+			return nil, fmt.Sprintf("The card's avatar could not be downloaded (%v), so the PNG shows a placeholder image.", err)
+		}
+		return data, ""
+	}
+	return nil, "The card's avatar is not among the images on its author page, so the PNG shows a placeholder image."
+}
+
+// sectionsOf returns the card's non-empty document sections by name, nil when there is none.
+func sectionsOf(s *upstream.CardSections) map[string]string {
+	if s == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for name, v := range map[string]*string{
+		tavern.SectionDescription: s.Description, tavern.SectionPersonality: s.Personality, tavern.SectionScenario: s.Scenario,
+		tavern.SectionExampleDialogue: s.ExampleDialogue, tavern.SectionSystemPrompt: s.SystemPrompt,
+		tavern.SectionPostHistoryInstructions: s.PostHistoryInstructions, tavern.SectionCreatorNotes: s.CreatorNotes,
+	} {
+		if v != nil && *v != "" {
+			out[name] = *v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func nilIfEmpty(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}

@@ -1,0 +1,312 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cardwriter/cardwriter-mcp/tavern"
+)
+
+// LocalFiles lets the import tools read files on the machine the server runs on, named by
+// source.path: only a server speaking stdio to its user's own host should set it. A file is read
+// when it lies (symlinks resolved) inside one of AllowDirs or inside a root the client declared
+// (MCP roots, asked for with roots/list).
+type LocalFiles struct {
+	AllowDirs []string // folders opened to path whatever the client's roots (--allow-dir)
+}
+
+// codePathNotAllowed is the error of a source.path the server may not read.
+const codePathNotAllowed = "path_not_allowed"
+
+// rootsTimeout bounds how long the server waits for the client's roots/list answer.
+const rootsTimeout = 10 * time.Second
+
+// sourceArg is the source argument of the import tools: exactly one of its fields.
+type sourceArg struct {
+	Path       *string         `json:"path"`
+	DataBase64 *string         `json:"dataBase64"`
+	JSON       json.RawMessage `json:"json"`
+}
+
+// readSource returns the bytes of a source argument, refusing anything but exactly one of
+// path, dataBase64 and json, and files outside what LocalFiles and the client's roots allow.
+func readSource(ctx context.Context, c *Call, src sourceArg) ([]byte, error) {
+	var given []string
+	if src.Path != nil {
+		given = append(given, "source.path")
+	}
+	if src.DataBase64 != nil {
+		given = append(given, "source.dataBase64")
+	}
+	if src.JSON != nil {
+		given = append(given, "source.json")
+	}
+	if len(given) != 1 {
+		msg := "Give exactly one of source.path, source.dataBase64 and source.json; none was given."
+		if len(given) > 1 {
+			msg = "Give exactly one of source.path, source.dataBase64 and source.json, not " + strings.Join(given, " and ") + "."
+		}
+		return nil, &Failure{Code: codeInvalidArguments, Message: msg, Detail: map[string]any{"arguments": anyStrings(given)}}
+	}
+	switch {
+	case src.DataBase64 != nil:
+		s := strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\n' || r == '\r' || r == '\t' {
+				return -1
+			}
+			return r
+		}, *src.DataBase64)
+		if base64.StdEncoding.DecodedLen(len(s)) > tavern.MaxInputSize+3 {
+			return nil, tooLarge("source.dataBase64")
+		}
+		data, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			if data, err = base64.RawStdEncoding.DecodeString(s); err != nil {
+				return nil, &Failure{Code: codeInvalidArguments, Message: "source.dataBase64 is not valid standard base64.",
+					Detail: map[string]any{"argument": "source.dataBase64"}}
+			}
+		}
+		if len(data) > tavern.MaxInputSize {
+			return nil, tooLarge("source.dataBase64")
+		}
+		return data, nil
+	case src.JSON != nil:
+		raw := bytes.TrimSpace(src.JSON)
+		if len(raw) > 0 && raw[0] == '"' {
+			var s string
+			if err := json.Unmarshal(raw, &s); err != nil {
+				return nil, fmt.Errorf("decode source.json: %w", err)
+			}
+			raw = []byte(s)
+		}
+		if len(raw) > tavern.MaxInputSize {
+			return nil, tooLarge("source.json")
+		}
+		return raw, nil
+	}
+	return readLocalFile(ctx, c, *src.Path)
+}
+
+func tooLarge(arg string) *Failure {
+	return &Failure{Code: codeInvalidArguments,
+		Message: fmt.Sprintf("%s is larger than %d MiB, the most a card or lorebook file may be.", arg, tavern.MaxInputSize>>20),
+		Detail:  map[string]any{"argument": arg, "limit": tavern.MaxInputSize}}
+}
+
+// readLocalFile reads the file at p when the server may: over stdio, inside an allowed folder or
+// a root of the client, symlinks resolved (a link out of them is refused), a regular file of at
+// most tavern.MaxInputSize bytes.
+func readLocalFile(ctx context.Context, c *Call, p string) ([]byte, error) {
+	refuse := func(msg string, detail map[string]any) error {
+		if detail == nil {
+			detail = map[string]any{}
+		}
+		detail["argument"] = "source.path"
+		return &Failure{Code: codePathNotAllowed, Message: msg, Detail: detail}
+	}
+	if c.LocalFiles == nil {
+		return nil, refuse("source.path is refused: this server does not read files on the machine it runs on "+
+			"(it runs over HTTP, for clients elsewhere). Send the file's bytes as source.dataBase64, or its JSON as source.json.", nil)
+	}
+	if u, err := url.Parse(p); err == nil && u.Scheme == "file" {
+		p = u.Path
+	}
+	if !filepath.IsAbs(p) {
+		return nil, refuse(fmt.Sprintf("source.path %q is not an absolute path; give the file's full path.", p), nil)
+	}
+	real, err := filepath.EvalSymlinks(filepath.Clean(p))
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, &Failure{Code: codeInvalidArguments, Message: fmt.Sprintf("source.path: there is no file %s.", p),
+				Detail: map[string]any{"argument": "source.path"}}
+		}
+		return nil, &Failure{Code: codeInvalidArguments, Message: fmt.Sprintf("source.path: %s cannot be read (%v).", p, unwrapPathError(err)),
+			Detail: map[string]any{"argument": "source.path"}}
+	}
+	// The --allow-dir folders first: a file inside one needs no question to the client.
+	allowed := resolveDirs(c.LocalFiles.AllowDirs)
+	if !insideAny(real, allowed) {
+		roots, err := clientRootDirs(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		allowed = append(allowed, roots...)
+	}
+	if len(allowed) == 0 {
+		return nil, refuse("source.path is refused: no folder is open to this server. The client declared no roots, and the "+
+			"server was started without --allow-dir. Add the folder as a root in the client (or start the server with "+
+			"--allow-dir FOLDER), or send the file's bytes as source.dataBase64.", nil)
+	}
+	if !insideAny(real, allowed) {
+		msg := fmt.Sprintf("source.path %s is outside the folders open to this server (%s).", p, strings.Join(allowed, ", "))
+		if real != filepath.Clean(p) {
+			msg = fmt.Sprintf("source.path %s leads (through a symbolic link) to %s, which is outside the folders open to this server (%s).",
+				p, real, strings.Join(allowed, ", "))
+		}
+		return nil, refuse(msg, map[string]any{"allowed": anyStrings(allowed)})
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return nil, &Failure{Code: codeInvalidArguments, Message: fmt.Sprintf("source.path: %s cannot be read (%v).", p, unwrapPathError(err)),
+			Detail: map[string]any{"argument": "source.path"}}
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, &Failure{Code: codeInvalidArguments, Message: fmt.Sprintf("source.path: %s is not a regular file.", p),
+			Detail: map[string]any{"argument": "source.path"}}
+	}
+	// The checked path must still be the opened file (no link swapped in since the check).
+	if again, err := filepath.EvalSymlinks(real); err != nil || again != real {
+		return nil, refuse(fmt.Sprintf("source.path %s changed while it was being opened; try again.", p), nil)
+	}
+	if st, err := os.Stat(real); err != nil || !os.SameFile(st, fi) {
+		return nil, refuse(fmt.Sprintf("source.path %s changed while it was being opened; try again.", p), nil)
+	}
+	if fi.Size() > tavern.MaxInputSize {
+		return nil, tooLarge("source.path")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, tavern.MaxInputSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > tavern.MaxInputSize {
+		return nil, tooLarge("source.path")
+	}
+	return data, nil
+}
+
+func unwrapPathError(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// insideAny reports whether path lies strictly inside one of dirs (all absolute, symlinks resolved).
+func insideAny(path string, dirs []string) bool {
+	for _, d := range dirs {
+		rel, err := filepath.Rel(d, path)
+		if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// clientRootDirs returns the client's file roots as folders (see resolveDirs).
+func clientRootDirs(ctx context.Context, c *Call) ([]string, error) {
+	roots, err := clientRoots(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	var dirs []string
+	for _, r := range roots {
+		u, err := url.Parse(r.URI)
+		if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
+			continue
+		}
+		p := u.Path
+		if runtime.GOOS == "windows" {
+			p = strings.TrimPrefix(p, "/")
+		}
+		dirs = append(dirs, filepath.FromSlash(p))
+	}
+	return resolveDirs(dirs), nil
+}
+
+// resolveDirs returns the absolute folders among dirs with their symlinks resolved, leaving out
+// those that do not exist.
+func resolveDirs(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(filepath.Clean(d))
+		if err != nil {
+			continue
+		}
+		out = append(out, real)
+	}
+	return out
+}
+
+// rootsInputID names the roots request in a multi round-trip exchange.
+const rootsInputID = "roots"
+
+// clientRoots asks the client for its roots, when it declared the roots capability. Under MCP
+// 2026-07-28 and later the question is a multi round-trip input request (the call returns it, and
+// the client calls again with the answer); with earlier clients it is a roots/list request sent
+// during the call. A client that cannot answer counts as one with no roots.
+func clientRoots(ctx context.Context, c *Call) ([]mcp.Root, error) {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		if info.ClientCapabilities == nil || info.ClientCapabilities.Roots == nil {
+			return nil, nil
+		}
+		if res := server.RootsResponse(c.Request.Params.InputResponses, rootsInputID); res != nil {
+			return res.Roots, nil
+		}
+		if _, asked := c.Request.Params.InputResponses[rootsInputID]; asked {
+			return nil, nil // answered, but not with roots
+		}
+		return nil, &needInput{result: server.NewInputRequestBuilder("").Roots(rootsInputID).ToolResult()}
+	}
+	srv := server.ServerFromContext(ctx)
+	session := server.ClientSessionFromContext(ctx)
+	if srv == nil || session == nil {
+		return nil, nil
+	}
+	withInfo, ok := session.(server.SessionWithClientInfo)
+	if !ok || withInfo.GetClientCapabilities().Roots == nil {
+		return nil, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, rootsTimeout)
+	defer cancel()
+	res, err := srv.RequestRoots(rctx, mcp.ListRootsRequest{Request: mcp.Request{Method: string(mcp.MethodListRoots)}})
+	if err != nil || res == nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		c.Log.LogAttrs(ctx, slog.LevelDebug, "roots/list failed; counting no roots", slog.String("err", errString(err)))
+		return nil, nil
+	}
+	return res.Roots, nil
+}
+
+// anyStrings converts a string slice to []any for an envelope's detail.
+func anyStrings(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "no answer"
+	}
+	return err.Error()
+}
