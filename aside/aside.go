@@ -22,6 +22,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/cardwriter/cardwriter-mcp/atomicfile"
 )
 
 // Kinds of records.
@@ -189,28 +191,7 @@ func (s *File) Put(_ context.Context, key Key, data []byte) error {
 			_ = os.Chmod(s.dir, dirPerm)
 		}
 	}
-	tmp, err := os.CreateTemp(s.dir, ".aside-*.tmp")
-	if err != nil {
-		return fmt.Errorf("aside: %w", err)
-	}
-	name := tmp.Name()
-	defer os.Remove(name) // after a successful rename there is nothing left to remove
-	if err := tmp.Chmod(filePerm); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
-		return fmt.Errorf("aside: %w", err)
-	}
-	if _, err := tmp.Write(out); err != nil {
-		tmp.Close()
-		return fmt.Errorf("aside: write %s: %w", name, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("aside: sync %s: %w", name, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("aside: %w", err)
-	}
-	if err := os.Rename(name, s.path(key)); err != nil {
+	if err := atomicfile.Write(s.path(key), out, filePerm); err != nil {
 		return fmt.Errorf("aside: %w", err)
 	}
 	return nil

@@ -214,9 +214,10 @@ func (e *OAuthError) Error() string {
 	return s
 }
 
-// decodeOAuthError reads an OAuth error body; it never keeps anything but the code and the
-// description (a body is not echoed: it could hold anything).
-func decodeOAuthError(endpoint string, status int, contentType string, body []byte) *OAuthError {
+// DecodeOAuthError reads the error answer of an OAuth endpoint (the stdio sign-in's and the HTTP
+// proxy's, as OAuth clients of the card service); it never keeps anything but the code and the
+// description, made Printable (a body is not echoed: it could hold anything).
+func DecodeOAuthError(endpoint string, status int, contentType string, body []byte) *OAuthError {
 	e := &OAuthError{Endpoint: endpoint, Status: status}
 	var env struct {
 		Error       string `json:"error"`
@@ -225,15 +226,16 @@ func decodeOAuthError(endpoint string, status int, contentType string, body []by
 	mt, _, _ := mime.ParseMediaType(contentType)
 	if mt == "application/json" || strings.HasSuffix(mt, "+json") || mt == "" {
 		if json.Unmarshal(body, &env) == nil {
-			e.Code = printable(env.Error, 64)
-			e.Description = printable(env.Description, 200)
+			e.Code = Printable(env.Error, 64)
+			e.Description = Printable(env.Description, 200)
 		}
 	}
 	return e
 }
 
-// printable keeps at most n bytes of s, with control characters dropped.
-func printable(s string, n int) string {
+// Printable keeps at most n bytes of s, with control characters dropped: how a value from an
+// OAuth answer (an error code or description, a token type) is shown in errors and logs.
+func Printable(s string, n int) string {
 	s = strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return -1

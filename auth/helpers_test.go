@@ -1,15 +1,11 @@
 package auth_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,98 +15,25 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 )
 
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // testLogger returns a Debug-level JSON logger whose output is checked for secrets at the end
 // of the test.
-func testLogger(t *testing.T, secrets *secretSet) (*slog.Logger, *syncBuffer) {
+func testLogger(t *testing.T, secrets *secretSet) (*slog.Logger, *authtest.LogBuffer) {
 	t.Helper()
-	buf := &syncBuffer{}
-	t.Cleanup(func() { secrets.check(t, "log output", buf.String()) })
+	buf := &authtest.LogBuffer{}
+	t.Cleanup(func() { secrets.Check(t, "log output", buf.String()) })
 	return slog.New(slog.NewJSONHandler(buf, &slog.HandlerOptions{Level: slog.LevelDebug})), buf
 }
 
-// tokenShaped matches what a token, code, state or verifier of 32 random bytes looks like.
-var tokenShaped = regexp.MustCompile(`[A-Za-z0-9_-]{40,}`)
-
-// bearerValue matches an Authorization header's value.
-var bearerValue = regexp.MustCompile(`(?i)bearer\s+[A-Za-z0-9._~+/-]{20,}`)
-
 // secretSet collects the secrets a test has seen, to look for them in output.
-type secretSet struct {
-	mu sync.Mutex
-	s  []string
-}
+type secretSet struct{ authtest.Secrets }
 
-func (s *secretSet) add(v ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, x := range v {
-		if x != "" {
-			s.s = append(s.s, x)
-		}
-	}
-}
-
-func (s *secretSet) addGrant(g auth.Grant) { s.add(g.AccessToken.Reveal(), g.RefreshToken.Reveal()) }
-
-// check fails when out holds a known secret or anything token-shaped.
-func (s *secretSet) check(t *testing.T, what, out string) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, x := range s.s {
-		if strings.Contains(out, x) {
-			t.Errorf("%s contains a secret (%.6s…)", what, x)
-		}
-	}
-	if m := tokenShaped.FindString(out); m != "" {
-		t.Errorf("%s contains a token-shaped string %.8s…", what, m)
-	}
-	if m := bearerValue.FindString(out); m != "" {
-		t.Errorf("%s holds an Authorization header value: %.12s…", what, m)
-	}
-}
-
-// clock is a settable clock for the sandbox.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
+func (s *secretSet) addGrant(g auth.Grant) { s.Add(g.AccessToken.Reveal(), g.RefreshToken.Reveal()) }
 
 // server is a sandbox served over HTTP on a loopback port.
 type server struct {
 	svc        *sandbox.Service
 	URL        string
-	clock      *clock
+	clock      *authtest.Clock
 	tokenCalls atomic.Int64 // POST /oauth/token requests
 	tokenDelay atomic.Int64 // nanoseconds each token request is held back
 }
@@ -118,29 +41,27 @@ type server struct {
 // newSandbox starts the sandbox (API and OAuth server) with a clock that starts now.
 func newSandbox(t *testing.T, opts sandbox.Options) *server {
 	t.Helper()
-	var h http.Handler
-	s := &server{}
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.URL.Path == "/oauth/token" {
-			s.tokenCalls.Add(1)
-			time.Sleep(time.Duration(s.tokenDelay.Load()))
-		}
-		h.ServeHTTP(w, r)
-	}))
-	c := &clock{t: time.Now()}
-	opts.BaseURL = "http://" + srv.Listener.Addr().String()
+	s := &server{clock: authtest.NewClock(time.Now())}
 	if opts.Clock == nil {
-		opts.Clock = c.Now
+		opts.Clock = s.clock.Now
 	}
 	opts.CheckResponses = true
-	svc, err := sandbox.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h = svc.Handler()
-	srv.Start()
-	t.Cleanup(srv.Close)
-	s.svc, s.URL, s.clock = svc, srv.URL, c
+	s.URL = authtest.Serve(t, func(url string) http.Handler {
+		opts.BaseURL = url
+		svc, err := sandbox.New(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.svc = svc
+		h := svc.Handler()
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && r.URL.Path == "/oauth/token" {
+				s.tokenCalls.Add(1)
+				time.Sleep(time.Duration(s.tokenDelay.Load()))
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
 	return s
 }
 
@@ -167,7 +88,7 @@ func playBrowser(decide string) (func(string) error, <-chan browserResult) {
 func login(t *testing.T, srv *server, store *auth.Store, logger *slog.Logger, secrets *secretSet) *auth.Grant {
 	t.Helper()
 	open, done := playBrowser("allow")
-	var out syncBuffer
+	var out authtest.LogBuffer
 	g, err := auth.Login(context.Background(), auth.LoginOptions{
 		APIHost: srv.URL, Store: store, Logger: logger, Timeout: 30 * time.Second, Out: &out, OpenBrowser: open,
 	})

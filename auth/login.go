@@ -325,9 +325,9 @@ func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e := q.Get("error"); e != "" {
-		msg := printable(e, 64)
+		msg := Printable(e, 64)
 		if d := q.Get("error_description"); d != "" {
-			msg += ": " + printable(d, 200)
+			msg += ": " + Printable(d, 200)
 		}
 		c.failures <- fmt.Errorf("auth: the card service did not grant access (%s)", msg)
 		page(w, http.StatusOK, "Sign-in not completed", "The card service did not grant access ("+msg+"). You can close this tab.")

@@ -71,7 +71,7 @@ func TestLoginEndToEnd(t *testing.T) {
 	// The server's clock passes the access token's expiry while the client thinks it is
 	// fresh: the 401 makes the client refresh once and retry, for a create too.
 	before := grantNow(t, store, resource)
-	srv.clock.Add(2 * time.Hour)
+	srv.clock.Advance(2 * time.Hour)
 	card, _, err := client.CreateCard(ctx, upstream.CardCreateInput{RoleName: "Mira"})
 	if err != nil {
 		t.Fatalf("CreateCard after the access token expired: %v", err)
@@ -149,7 +149,7 @@ func startLogin(t *testing.T, opts auth.LoginOptions) (<-chan string, <-chan log
 	done := make(chan loginResult, 1)
 	opts.OpenBrowser = func(u string) error { urls <- u; return nil }
 	if opts.Out == nil {
-		opts.Out = &syncBuffer{}
+		opts.Out = &authtest.LogBuffer{}
 	}
 	go func() {
 		g, err := auth.Login(context.Background(), opts)
@@ -239,7 +239,7 @@ func TestLoginStateChecked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secrets.add(loc.Query().Get("code"))
+	secrets.Add(loc.Query().Get("code"))
 	if loc.Query().Get("state") != state {
 		t.Fatalf("the server changed the state")
 	}
@@ -279,7 +279,7 @@ func TestLoginReplayWhileListening(t *testing.T) {
 		t.Fatal(err)
 	}
 	loc, _ := p.Location()
-	secrets.add(loc.Query().Get("code"))
+	secrets.Add(loc.Query().Get("code"))
 	first := make(chan int, 1)
 	go func() { s, _ := getStatus(t, loc.String()); first <- s }()
 	time.Sleep(100 * time.Millisecond)
@@ -319,7 +319,7 @@ func TestLoginDenied(t *testing.T) {
 func TestLoginTimeout(t *testing.T) {
 	t.Parallel()
 	srv := newSandbox(t, sandbox.Options{})
-	var out syncBuffer
+	var out authtest.LogBuffer
 	start := time.Now()
 	_, err := auth.Login(context.Background(), auth.LoginOptions{APIHost: srv.URL, Store: newStore(t), Timeout: 200 * time.Millisecond, Out: &out})
 	if err == nil || !strings.Contains(err.Error(), "within 200ms") {

@@ -79,7 +79,7 @@ func (f *rawFlow) authorize(redirectURI, verifier string, extra ...oauth2.AuthCo
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	f.secrets.add(loc.Query().Get("code"))
+	f.secrets.Add(loc.Query().Get("code"))
 	return loc
 }
 
@@ -99,7 +99,7 @@ func (f *rawFlow) exchange(redirectURI, code, verifier string, extra ...oauth2.A
 		}
 		return re.ErrorCode, nil
 	}
-	f.secrets.add(tok.AccessToken, tok.RefreshToken)
+	f.secrets.Add(tok.AccessToken, tok.RefreshToken)
 	return "", tok
 }
 
@@ -207,7 +207,7 @@ func TestAuthorizationSecurity(t *testing.T) {
 		if !f.works(tok.AccessToken) {
 			t.Fatal("fresh token refused")
 		}
-		f.srv.clock.Add(61 * time.Minute)
+		f.srv.clock.Advance(61 * time.Minute)
 		if f.works(tok.AccessToken) {
 			t.Error("an expired access token works")
 		}
@@ -217,7 +217,7 @@ func TestAuthorizationSecurity(t *testing.T) {
 		if err != nil || nt.RefreshToken == tok.RefreshToken || !f.works(nt.AccessToken) {
 			t.Fatalf("refresh: %v", err)
 		}
-		secrets.add(nt.AccessToken, nt.RefreshToken)
+		secrets.Add(nt.AccessToken, nt.RefreshToken)
 		revokeToken(t, f.srv.URL, f.clientID, nt.RefreshToken)
 		if f.works(nt.AccessToken) {
 			t.Error("the access token of a revoked grant works")

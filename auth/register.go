@@ -67,7 +67,7 @@ func Register(ctx context.Context, hc *http.Client, md *Metadata, now time.Time)
 		return nil, fmt.Errorf("auth: registration at %s: read the answer: %w", md.Issuer, err)
 	}
 	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("auth: registration at %s: %w", md.Issuer, decodeOAuthError("registration", resp.StatusCode, resp.Header.Get("Content-Type"), body))
+		return nil, fmt.Errorf("auth: registration at %s: %w", md.Issuer, DecodeOAuthError("registration", resp.StatusCode, resp.Header.Get("Content-Type"), body))
 	}
 	var reg Registration
 	if err := json.Unmarshal(body, &reg); err != nil {

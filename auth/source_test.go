@@ -77,7 +77,7 @@ func TestRefreshSingleFlight(t *testing.T) {
 	if toks[0] == g.AccessToken {
 		t.Error("the expired token was returned")
 	}
-	secrets.add(toks[0].Reveal())
+	secrets.Add(toks[0].Reveal())
 
 	// 20 calls refused with the same token: one refresh.
 	before = srv.tokenCalls.Load()
@@ -89,7 +89,7 @@ func TestRefreshSingleFlight(t *testing.T) {
 	if toks[0] == rejected {
 		t.Error("Refresh returned the refused token")
 	}
-	secrets.add(toks[0].Reveal())
+	secrets.Add(toks[0].Reveal())
 	checkGrantWorks(t, srv, store, logger, secrets)
 }
 
@@ -110,7 +110,7 @@ func checkGrantWorks(t *testing.T, srv *server, store *auth.Store, _ *slog.Logge
 	if err != nil {
 		t.Fatalf("the saved grant no longer refreshes: %v", err)
 	}
-	secrets.add(tok.Reveal())
+	secrets.Add(tok.Reveal())
 	c, _ := upstream.New(srv.URL, src)
 	if _, err := c.GetMe(ctx); err != nil {
 		t.Fatalf("GetMe with the saved grant: %v", err)
@@ -157,7 +157,7 @@ func TestRefreshAcrossSources(t *testing.T) {
 		t.Errorf("%d token requests from 6 sources, want 1", n)
 	}
 	for _, tok := range toks {
-		secrets.add(tok.Reveal())
+		secrets.Add(tok.Reveal())
 		if tok != toks[0] {
 			t.Error("sources hold different tokens")
 		}
@@ -194,7 +194,7 @@ func TestRefreshAcrossProcesses(t *testing.T) {
 		t.Errorf("%d token requests from 4 processes, want 1", n)
 	}
 	for _, out := range outs {
-		secrets.check(t, "child output", out)
+		secrets.Check(t, "child output", out)
 	}
 	checkGrantWorks(t, srv, store, logger, secrets)
 }
@@ -362,7 +362,7 @@ func TestSourceFailures(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			secrets := &secretSet{}
-			secrets.add("at-secret-in-a-body", "at-current-0123456789", "rt-1")
+			secrets.Add("at-secret-in-a-body", "at-current-0123456789", "rt-1")
 			logger, _ := testLogger(t, secrets)
 			store := newStore(t)
 			g := storeGrant(t, store, fakeTokenServer(t, tc.handler), time.Now().Add(tc.expiry), tc.refresh)
@@ -382,7 +382,7 @@ func TestSourceFailures(t *testing.T) {
 				t.Errorf("message = %q", authErr.Message)
 			}
 			if err != nil {
-				secrets.check(t, "error", err.Error())
+				secrets.Check(t, "error", err.Error())
 			}
 		})
 	}

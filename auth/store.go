@@ -15,6 +15,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/atomicfile"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
@@ -283,7 +284,7 @@ func (s *Store) Write(d *Data) error {
 		return fmt.Errorf("auth: encode the sign-in store: %w", err)
 	}
 	data = append(data, '\n')
-	if err := writeAtomic(s.Path(), data); err != nil {
+	if err := atomicfile.Write(s.Path(), data, filePerm); err != nil {
 		return fmt.Errorf("auth: write the sign-in store: %w", err)
 	}
 	return nil
@@ -307,48 +308,4 @@ func (s *Store) ensureDir() error {
 		}
 	}
 	return nil
-}
-
-// writeAtomic writes data to path through a synced temporary file renamed over it.
-func writeAtomic(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err = f.Chmod(filePerm); err != nil && runtime.GOOS != "windows" {
-		return err
-	}
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	syncDir(dir)
-	return nil
-}
-
-// syncDir makes a rename in dir durable, where the system allows it.
-func syncDir(dir string) {
-	if runtime.GOOS == "windows" {
-		return
-	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		_ = d.Close()
-	}
 }

@@ -250,6 +250,6 @@ func TestGrantNeverPrintsTokens(t *testing.T) {
 	logger, _ := testLogger(t, secrets)
 	logger.Info("grant", "grant", g, "ptr", &g)
 	for _, s := range []string{fmtAll(g), fmtAll(&g)} {
-		secrets.check(t, "printed grant", s)
+		secrets.Check(t, "printed grant", s)
 	}
 }

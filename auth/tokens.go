@@ -52,7 +52,7 @@ func exchange(ctx context.Context, hc *http.Client, cfg *oauth2.Config, code, ve
 		return nil, errors.New("the token endpoint answered without an access_token")
 	}
 	if !strings.EqualFold(tok.Type(), "Bearer") {
-		return nil, fmt.Errorf("the token endpoint issued a %q token; cardwriter-mcp needs a bearer token", printable(tok.Type(), 32))
+		return nil, fmt.Errorf("the token endpoint issued a %q token; cardwriter-mcp needs a bearer token", Printable(tok.Type(), 32))
 	}
 	return tok, nil
 }
@@ -67,7 +67,7 @@ func oauth2Error(err error) error {
 		if re.Response != nil {
 			status = re.Response.StatusCode
 		}
-		return &OAuthError{Endpoint: "token", Status: status, Code: printable(re.ErrorCode, 64), Description: printable(re.ErrorDescription, 200)}
+		return &OAuthError{Endpoint: "token", Status: status, Code: Printable(re.ErrorCode, 64), Description: Printable(re.ErrorDescription, 200)}
 	}
 	return stripURL(err)
 }
@@ -118,7 +118,7 @@ func postTokenForm(ctx context.Context, hc *http.Client, endpoint string, form u
 		return nil, fmt.Errorf("the token endpoint: %w", err)
 	}
 	if status != http.StatusOK {
-		return nil, decodeOAuthError("token", status, ctype, body)
+		return nil, DecodeOAuthError("token", status, ctype, body)
 	}
 	var tr tokenResponse
 	dec := json.NewDecoder(strings.NewReader(string(body)))
@@ -130,7 +130,7 @@ func postTokenForm(ctx context.Context, hc *http.Client, endpoint string, form u
 		return nil, errors.New("the token endpoint answered without an access_token")
 	}
 	if !strings.EqualFold(tr.TokenType, "Bearer") {
-		return nil, fmt.Errorf("the token endpoint issued a %q token; cardwriter-mcp needs a bearer token", printable(tr.TokenType, 32))
+		return nil, fmt.Errorf("the token endpoint issued a %q token; cardwriter-mcp needs a bearer token", Printable(tr.TokenType, 32))
 	}
 	return &tr, nil
 }
@@ -150,7 +150,7 @@ func revoke(ctx context.Context, hc *http.Client, endpoint, clientID string, tok
 		return fmt.Errorf("the revocation endpoint: %w", err)
 	}
 	if status != http.StatusOK {
-		return decodeOAuthError("revocation", status, ctype, body)
+		return DecodeOAuthError("revocation", status, ctype, body)
 	}
 	return nil
 }

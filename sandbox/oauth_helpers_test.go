@@ -270,9 +270,26 @@ func (b *browser) authorize(t *testing.T, q url.Values) *page {
 }
 
 var (
-	formRE   = regexp.MustCompile(`<form method="post" action="([^"]*)">`)
-	hiddenRE = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+	formRE    = regexp.MustCompile(`<form method="post" action="([^"]*)">`)
+	hiddenRE  = regexp.MustCompile(`<input type="hidden" name="([^"]+)" value="([^"]*)">`)
+	accountRE = regexp.MustCompile(`<button type="submit" name="user" value="([^"]*)"[^>]*>Sign in as ([^<]*)</button>`)
 )
+
+// account is a button of the sign-in page.
+type account struct{ id, nickname string }
+
+// accounts returns the sign-in page's account buttons, in page order.
+func (p *page) accounts(t *testing.T) []account {
+	t.Helper()
+	var out []account
+	for _, m := range accountRE.FindAllStringSubmatch(p.body, -1) {
+		out = append(out, account{html.UnescapeString(m[1]), html.UnescapeString(m[2])})
+	}
+	if len(out) == 0 {
+		t.Fatalf("no account buttons on the page (%d %s): %s", p.status, p.url, p.body)
+	}
+	return out
+}
 
 // form returns the action and hidden fields of the page's form.
 func (p *page) form(t *testing.T) (string, url.Values) {
@@ -288,16 +305,34 @@ func (p *page) form(t *testing.T) (string, url.Values) {
 	return html.UnescapeString(m[1]), f
 }
 
-// signIn submits the sign-in page and returns the consent page.
+// signIn submits the sign-in page as the demo user and returns the consent page.
 func (b *browser) signIn(t *testing.T, signInPage *page) *page {
+	t.Helper()
+	return b.signInAs(t, signInPage, "Demo Author")
+}
+
+// signInAs presses the sign-in page's button of the account named nickname and returns the
+// consent page.
+func (b *browser) signInAs(t *testing.T, signInPage *page, nickname string) *page {
 	t.Helper()
 	if signInPage.status != http.StatusOK || !strings.Contains(signInPage.body, "Sign in as Demo Author") {
 		t.Fatalf("not the sign-in page: %d %s", signInPage.status, signInPage.body)
 	}
 	action, f := signInPage.form(t)
+	for _, a := range signInPage.accounts(t) {
+		if a.nickname == nickname {
+			f.Set("user", a.id)
+		}
+	}
+	if f.Get("user") == "" {
+		t.Fatalf("the sign-in page offers no account %q: %v", nickname, signInPage.accounts(t))
+	}
 	consent := b.post(t, action, f, nil)
 	if consent.status != http.StatusOK || !strings.Contains(consent.body, `value="allow"`) {
 		t.Fatalf("not the consent page: %d %s", consent.status, consent.body)
+	}
+	if want := "Signed in as <strong>" + html.EscapeString(nickname) + "</strong>"; !strings.Contains(consent.body, want) {
+		t.Fatalf("the consent page does not say %q: %s", want, consent.body)
 	}
 	return consent
 }

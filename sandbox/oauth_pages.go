@@ -1,8 +1,9 @@
 package sandbox
 
 // The sign-in and consent pages of the OAuth server. The flow: GET /oauth/authorize (validated in
-// oauth.go) -> 302 GET /oauth/login?request=ID (sign-in page; sets an anonymous session cookie) ->
-// POST /oauth/login (signs the session in as the demo user, with a new session id) -> 303 GET
+// oauth.go) -> 302 GET /oauth/login?request=ID (sign-in page: a button per account the sandbox
+// knows, the demo user first; sets an anonymous session cookie) -> POST /oauth/login (signs the
+// session in as the chosen account, a known user id, with a new session id) -> 303 GET
 // /oauth/consent?request=ID (consent page; binds the pending request to the session) -> POST
 // /oauth/consent (Allow or Deny) -> 303 to the client's redirect URI with code or error, and state.
 //
@@ -19,6 +20,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 )
@@ -135,8 +137,32 @@ func (s *Service) signInPage(w http.ResponseWriter, r *http.Request) int {
 	}
 	return s.writePage(w, http.StatusOK, "signin", "", map[string]any{
 		"Title": "Sign in to the card service", "Client": c.displayName(), "Request": ar.ID,
-		"CSRF": s.csrfToken("signin", bs.ID, ar.ID), "User": demoNickname, "Action": loginPath,
+		"CSRF": s.csrfToken("signin", bs.ID, ar.ID), "Users": s.signInUsers(), "Action": loginPath,
 	})
+}
+
+// signInUsers are the accounts the sign-in page offers: every user the sandbox knows, the demo
+// user first, then the others by nickname (and id). The caller holds s.mu.
+func (s *Service) signInUsers() []*user {
+	users := make([]*user, 0, len(s.st.Users))
+	for _, u := range s.st.Users {
+		users = append(users, u)
+	}
+	slices.SortFunc(users, func(a, b *user) int {
+		switch {
+		case a.ID == b.ID:
+			return 0
+		case a.ID == demoUserID:
+			return -1
+		case b.ID == demoUserID:
+			return 1
+		}
+		if c := strings.Compare(a.Nickname, b.Nickname); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return users
 }
 
 func (s *Service) signIn(w http.ResponseWriter, r *http.Request) int {
@@ -159,8 +185,13 @@ func (s *Service) signIn(w http.ResponseWriter, r *http.Request) int {
 	if ar.Session != "" && ar.Session != bs.ID {
 		return s.writeErrorPage(w, http.StatusForbidden, "Request refused", "This sign-in request belongs to another browser session.")
 	}
+	userID := f.Get("user") // the button pressed: only an account the sandbox knows
+	if userID == "" || s.st.Users[userID] == nil {
+		return s.writeErrorPage(w, http.StatusBadRequest, "Unknown account",
+			"Choose one of the accounts the sign-in page offers.")
+	}
 	delete(s.oauth.sessions, bs.ID) // a new session id on sign-in (no fixation)
-	signed := s.newSession(w, demoUserID, now)
+	signed := s.newSession(w, userID, now)
 	ar.Session = signed.ID
 	return redirect(w, http.StatusSeeOther, consentPath+"?request="+url.QueryEscape(ar.ID))
 }
@@ -308,12 +339,12 @@ var pageTemplates = template.Must(template.New("pages").Parse(`
 
 {{define "signin"}}{{template "head" .}}
 <p><strong>{{.Client}}</strong> wants to use your card service account. Sign in first.</p>
-<p>This sandbox has one account, the demo user.</p>
+<p>Choose the sandbox account to sign in as.</p>
 <form method="post" action="{{.Action}}">
 <input type="hidden" name="request" value="{{.Request}}">
 <input type="hidden" name="csrf" value="{{.CSRF}}">
-<button type="submit" class="primary">Sign in as {{.User}}</button>
-</form>
+{{range $i, $u := .Users}}<p><button type="submit" name="user" value="{{$u.ID}}"{{if eq $i 0}} class="primary"{{end}}>Sign in as {{$u.Nickname}}</button></p>
+{{end}}</form>
 </body></html>{{end}}
 
 {{define "consent"}}{{template "head" .}}

@@ -492,6 +492,7 @@ func TestOAuthCSRF(t *testing.T) {
 	b := e.browser(t)
 	signIn := b.authorize(t, e.authParams(clientID, verifier, nil))
 	sAction, sf := signIn.form(t)
+	sf.Set("user", "u_demo")
 	sf.Set("csrf", "forged")
 	if p := b.post(t, sAction, sf, nil); p.status != http.StatusForbidden {
 		t.Fatalf("forged sign-in: %d", p.status)
@@ -504,6 +505,106 @@ func clone(v url.Values) url.Values {
 		out[k] = slices.Clone(vs)
 	}
 	return out
+}
+
+// TestOAuthSignInChoosesUser: the sign-in page offers every user the sandbox knows, the demo
+// user first, and the code issued is for the user whose button was pressed.
+func TestOAuthSignInChoosesUser(t *testing.T) {
+	t.Parallel()
+	e := newOAuthEnv(t, sandbox.Options{})
+	bea := e.svc.AddUser("bea-token-0123456789", `Bea <b>"Builder"</b>`)
+	alice := e.svc.AddUser("alice-token-0123456789", "Alice")
+	clientID := e.client(t, "Chooser")
+
+	b := e.browser(t)
+	verifier := oauth2.GenerateVerifier()
+	q := e.authParams(clientID, verifier, nil)
+	signIn := b.authorize(t, q)
+	checkPageHeaders(t, signIn.header)
+	want := []string{"u_demo/Demo Author", alice + "/Alice", bea + `/Bea <b>"Builder"</b>`}
+	var got []string
+	for _, a := range signIn.accounts(t) {
+		got = append(got, a.id+"/"+a.nickname)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("accounts on the sign-in page %q, want %q", got, want)
+	}
+	if strings.Contains(signIn.body, "<b>") {
+		t.Fatalf("nickname not escaped: %s", signIn.body)
+	}
+	if !strings.Contains(signIn.body, `value="u_demo" class="primary">Sign in as Demo Author</button>`) {
+		t.Errorf("the demo user's button is not the first, primary one: %s", signIn.body)
+	}
+	loc := b.answer(t, b.signInAs(t, signIn, "Alice"), "allow")
+	code := loc.Query().Get("code")
+	if code == "" || loc.Query().Get("state") != q.Get("state") {
+		t.Fatalf("redirect %s", loc)
+	}
+	status, tok := e.token(t, codeForm(clientID, code, verifier))
+	if status != http.StatusOK {
+		t.Fatalf("exchange: %d %v", status, tok)
+	}
+	res, me := e.do(t, "GET", "/open/v1/me", "", "", map[string]string{"Authorization": "Bearer " + tok["access_token"].(string)})
+	if res.StatusCode != http.StatusOK || me["userId"] != alice || me["nickname"] != "Alice" {
+		t.Fatalf("me with Alice's OAuth token: %d %v", res.StatusCode, me)
+	}
+	// The browser stays signed in as Alice: the next authorization skips the sign-in page.
+	again := b.authorize(t, e.authParams(clientID, verifier, nil))
+	if again.url.Path != "/oauth/consent" || !strings.Contains(again.body, "Signed in as <strong>Alice</strong>") {
+		t.Fatalf("second authorization: %s %s", again.url, again.body)
+	}
+
+	// Another browser signs in as Bea, whose nickname needs escaping.
+	b2 := e.browser(t)
+	verifier2 := oauth2.GenerateVerifier()
+	loc = b2.answer(t, b2.signInAs(t, b2.authorize(t, e.authParams(clientID, verifier2, nil)), `Bea <b>"Builder"</b>`), "allow")
+	status, tok = e.token(t, codeForm(clientID, loc.Query().Get("code"), verifier2))
+	if status != http.StatusOK {
+		t.Fatalf("exchange: %d %v", status, tok)
+	}
+	if _, me := e.do(t, "GET", "/open/v1/me", "", "", map[string]string{"Authorization": "Bearer " + tok["access_token"].(string)}); me["userId"] != bea {
+		t.Fatalf("me with Bea's OAuth token: %v", me)
+	}
+}
+
+// TestOAuthSignInUnknownUser: the sign-in POST must name a user the sandbox knows; anything else
+// is refused without signing the session in or using the request up.
+func TestOAuthSignInUnknownUser(t *testing.T) {
+	t.Parallel()
+	e := newOAuthEnv(t, sandbox.Options{})
+	e.svc.AddUser("other-token-0123456789", "Other")
+	clientID := e.client(t, "Unknown user")
+	b := e.browser(t)
+	verifier := oauth2.GenerateVerifier()
+	q := e.authParams(clientID, verifier, nil)
+	signIn := b.authorize(t, q)
+	action, f := signIn.form(t)
+	for _, user := range []string{"", "u_nope", "U_DEMO", "u_demo ", "Demo Author"} {
+		g := clone(f)
+		if user != "" {
+			g.Set("user", user)
+		}
+		p := b.post(t, action, g, nil)
+		if p.status != http.StatusBadRequest || p.header.Get("Location") != "" || !strings.Contains(p.body, "Unknown account") {
+			t.Errorf("user %q: %d %q: %s", user, p.status, p.header.Get("Location"), p.body)
+		}
+		checkPageHeaders(t, p.header)
+	}
+	// A known user id is no way around the CSRF check.
+	g := clone(f)
+	g.Set("user", "u_demo")
+	g.Set("csrf", "forged")
+	if p := b.post(t, action, g, nil); p.status != http.StatusForbidden {
+		t.Errorf("a known user with a forged CSRF token: %d", p.status)
+	}
+	// The session is still anonymous: the consent page sends the browser back to sign in.
+	if p := b.get(t, e.base+"/oauth/consent?request="+url.QueryEscape(f.Get("request"))); p.url.Path != "/oauth/login" {
+		t.Fatalf("after refused sign-ins the consent page answered %d at %s", p.status, p.url)
+	}
+	// The request was not used up: a known account still signs in.
+	if loc := b.answer(t, b.signInAs(t, signIn, "Other"), "allow"); loc.Query().Get("code") == "" {
+		t.Fatalf("sign-in after refused ones: %s", loc)
+	}
 }
 
 func TestOAuthDeny(t *testing.T) {

@@ -9,9 +9,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/cardwriter/cardwriter-mcp/atomicfile"
 )
 
 const (
@@ -173,38 +174,8 @@ func saveState(path string, st *state) error {
 	if err != nil {
 		return fmt.Errorf("sandbox: encode state: %w", err)
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("sandbox: write data file: %w", err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(0o600); err != nil {
-		return fmt.Errorf("sandbox: write data file: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("sandbox: write data file: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("sandbox: write data file: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("sandbox: write data file: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("sandbox: write data file: %w", err)
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil { // make the rename durable; best effort
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }

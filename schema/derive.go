@@ -279,6 +279,23 @@ var docSeq struct {
 	n int
 }
 
+// CompileSchemaLazy is CompileSchema deferred to the Validator's first use (Validate,
+// ValidateJSON or Compile), so that a server can answer before compiling every tool's schemas
+// (a few hundred microseconds each). A schema that does not compile makes every use fail with
+// the error CompileSchema would have returned.
+func CompileSchemaLazy(name string, s map[string]any) *Validator {
+	v := &Validator{pointer: name, lazy: &lazySchema{}}
+	v.lazy.compile = func() {
+		c, err := CompileSchema(name, s)
+		if err != nil {
+			v.lazy.err = err
+			return
+		}
+		v.lazy.schema = c.schema
+	}
+	return v
+}
+
 // CompileSchema compiles a self-contained schema (such as one from OperationInput) into a
 // Validator; pointer in the result names it for messages.
 func CompileSchema(name string, s map[string]any) (*Validator, error) {

@@ -101,11 +101,13 @@ func Operations() ([]Operation, error) {
 
 // Lookup returns the operation with the given operationId.
 func Lookup(id string) (Operation, bool) {
-	all, err := Operations()
-	if err != nil {
+	// Called on every upstream call: search the parsed list in place instead of a copy
+	// (Operations' copy is shallow too, so the result shares the same slices either way).
+	opsOnce.Do(func() { ops, opsErr = parseOperations(contract) })
+	if opsErr != nil {
 		return Operation{}, false
 	}
-	for _, o := range all {
+	for _, o := range ops {
 		if o.ID == id {
 			return o, true
 		}

@@ -51,7 +51,31 @@ func newCompiler() (*jsonschema.Compiler, error) {
 // Validator checks instances against one schema of the contract.
 type Validator struct {
 	pointer string
+	schema  *jsonschema.Schema // nil until compiled when lazy
+	lazy    *lazySchema        // set by CompileSchemaLazy
+}
+
+// lazySchema is the deferred compilation of a Validator made by CompileSchemaLazy.
+type lazySchema struct {
+	once    sync.Once
+	compile func() // sets schema or err
 	schema  *jsonschema.Schema
+	err     error
+}
+
+// Compile compiles a lazily made Validator now (a no-op for others) and reports whether its
+// schema compiles.
+func (v *Validator) Compile() error {
+	_, err := v.compiled()
+	return err
+}
+
+func (v *Validator) compiled() (*jsonschema.Schema, error) {
+	if v.lazy == nil {
+		return v.schema, nil
+	}
+	v.lazy.once.Do(v.lazy.compile)
+	return v.lazy.schema, v.lazy.err
 }
 
 // Compile returns the validator of the schema at pointer (a JSON pointer fragment such as
@@ -101,7 +125,11 @@ func (v *Validator) Pointer() string { return v.pointer }
 // Validate checks an instance decoded by DecodeJSON (or made of map[string]any, []any, string,
 // bool, nil, json.Number, float64 and int). It returns a *ValidationError listing every failure.
 func (v *Validator) Validate(instance any) error {
-	err := v.schema.Validate(instance)
+	sch, err := v.compiled()
+	if err != nil {
+		return err
+	}
+	err = sch.Validate(instance)
 	if err == nil {
 		return nil
 	}
@@ -123,6 +151,15 @@ func (v *Validator) ValidateJSON(data []byte) error {
 
 // DecodeJSON decodes one JSON value with numbers kept exact, ready for Validate.
 func DecodeJSON(data []byte) (any, error) {
+	if v, ok := decodeFast(data); ok {
+		return v, nil
+	}
+	return decodeStd(data)
+}
+
+// decodeStd is DecodeJSON with encoding/json: the reference decodeFast matches, and the
+// decoder of whatever decodeFast does not accept (it words every error).
+func decodeStd(data []byte) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var v any

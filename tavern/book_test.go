@@ -3,6 +3,8 @@ package tavern
 import (
 	"bytes"
 	"testing"
+
+	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
 )
 
 func mustReadBook(t testing.TB, data []byte) *Book {
@@ -16,7 +18,7 @@ func mustReadBook(t testing.TB, data []byte) *Book {
 
 func TestReadWorldInfo(t *testing.T) {
 	t.Parallel()
-	b := mustReadBook(t, []byte(worldInfo()))
+	b := mustReadBook(t, []byte(taverntest.WorldInfo()))
 	diff(t, "Name", "Shoals", b.Name)
 	// Book-level fields come from originalData where the file has none; its stale entries do not.
 	diff(t, "Extensions", map[string]any{"scan_depth": n("6")}, b.Extensions)
@@ -51,15 +53,15 @@ func TestReadWorldInfo(t *testing.T) {
 
 func TestReadBookFormats(t *testing.T) {
 	t.Parallel()
-	cardBook := v3Card()["data"].(map[string]any)["character_book"]
-	want, _ := mustRead(t, mustJSON(t, v3Card()))
+	cardBook := taverntest.V3Card()["data"].(map[string]any)["character_book"]
+	want, _ := mustRead(t, mustJSON(t, taverntest.V3Card()))
 	for _, tc := range []struct {
 		name string
 		in   []byte
 	}{
 		{"lorebook_v3", mustJSON(t, map[string]any{"spec": "lorebook_v3", "data": cardBook})},
 		{"character_book object", mustJSON(t, cardBook)},
-		{"card JSON", mustJSON(t, v3Card())},
+		{"card JSON", mustJSON(t, taverntest.V3Card())},
 		{"card PNG", mustPNG(t, want)},
 		{"data without spec", mustJSON(t, map[string]any{"data": cardBook})},
 		{"V1 card with a book", mustJSON(t, map[string]any{"name": "v1", "character_book": cardBook})},
@@ -104,7 +106,7 @@ func TestReadBookErrors(t *testing.T) {
 // and a SillyTavern file comes back with every entry field it had.
 func TestWorldInfoRoundTrip(t *testing.T) {
 	t.Parallel()
-	first := mustReadBook(t, []byte(worldInfo()))
+	first := mustReadBook(t, []byte(taverntest.WorldInfo()))
 	out, err := WriteWorldInfo(first)
 	if err != nil {
 		t.Fatal(err)
@@ -115,7 +117,7 @@ func TestWorldInfoRoundTrip(t *testing.T) {
 	if !bytes.Equal(out, again) {
 		t.Errorf("second export differs")
 	}
-	src := decodeAny(t, []byte(worldInfo()))["entries"].(map[string]any)
+	src := decodeAny(t, []byte(taverntest.WorldInfo()))["entries"].(map[string]any)
 	got := decodeAny(t, out)["entries"].(map[string]any)
 	for uid, se := range src {
 		ge, ok := got[uid].(map[string]any)
@@ -144,7 +146,7 @@ func TestWorldInfoRoundTrip(t *testing.T) {
 // same World Info again; a card's book exported as World Info and back keeps the service's fields.
 func TestCrossFormat(t *testing.T) {
 	t.Parallel()
-	wi := mustReadBook(t, []byte(worldInfo()))
+	wi := mustReadBook(t, []byte(taverntest.WorldInfo()))
 	card := &Card{Name: "x", Book: wi}
 	js, err := WriteV3JSON(card)
 	if err != nil {
@@ -158,7 +160,7 @@ func TestCrossFormat(t *testing.T) {
 		t.Errorf("World Info differs after a trip through a card:\n%s\n---\n%s", out1, out2)
 	}
 
-	c, _ := mustRead(t, mustJSON(t, v2CardST()))
+	c, _ := mustRead(t, mustJSON(t, taverntest.V2Card()))
 	wiOut, err := WriteWorldInfo(c.Book)
 	if err != nil {
 		t.Fatal(err)
@@ -214,7 +216,7 @@ func TestWorldInfoNewEntries(t *testing.T) {
 
 func TestWriteLorebookV3(t *testing.T) {
 	t.Parallel()
-	c, _ := mustRead(t, mustJSON(t, v3Card()))
+	c, _ := mustRead(t, mustJSON(t, taverntest.V3Card()))
 	out, err := WriteLorebookV3(c.Book)
 	if err != nil {
 		t.Fatal(err)

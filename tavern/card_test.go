@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
 )
 
 func TestReadV1(t *testing.T) {
 	t.Parallel()
-	c, f := mustRead(t, mustJSON(t, v1Card()))
+	c, f := mustRead(t, mustJSON(t, taverntest.V1Card()))
 	diff(t, "format", Format{Container: "json", Spec: SpecV1}, f)
 	diff(t, "Name", "Mira", c.Name)
 	diff(t, "Welcome", "*Mira looks up from the logbook.* You're soaked.", c.Welcome)
@@ -30,7 +32,7 @@ func TestReadV1(t *testing.T) {
 
 func TestReadV2(t *testing.T) {
 	t.Parallel()
-	c, f := mustRead(t, mustJSON(t, v2CardST()))
+	c, f := mustRead(t, mustJSON(t, taverntest.V2Card()))
 	diff(t, "format", Format{Container: "json", Spec: SpecV2}, f)
 	diff(t, "Name", "Captain Vey", c.Name)
 	diff(t, "Welcome", "\"Hold the lantern lower,\" Vey whispers.", c.Welcome)
@@ -52,7 +54,7 @@ func TestReadV2(t *testing.T) {
 		"avatar": "none", "chat": "Captain Vey - 2024-9-1 @10h 00m 00s 000ms", "talkativeness": "0.5",
 		"fav": false, "create_date": "2024-9-1 @10h 00m 00s 000ms",
 	}, c.Extensions[extRoot])
-	diff(t, "Extensions.data", map[string]any{"extensions": v2CardST()["data"].(map[string]any)["extensions"]}, c.Extensions[extData])
+	diff(t, "Extensions.data", map[string]any{"extensions": taverntest.V2Card()["data"].(map[string]any)["extensions"]}, c.Extensions[extData])
 
 	if c.Book == nil || len(c.Book.Entries) != 2 {
 		t.Fatalf("Book: %s", show(c.Book))
@@ -78,7 +80,7 @@ func TestReadV2(t *testing.T) {
 
 func TestReadV3(t *testing.T) {
 	t.Parallel()
-	c, f := mustRead(t, mustJSON(t, v3Card()))
+	c, f := mustRead(t, mustJSON(t, taverntest.V3Card()))
 	diff(t, "format", Format{Container: "json", Spec: SpecV3}, f)
 	diff(t, "Name", "龍王 🐉 Ryūō", c.Name)
 	diff(t, "Alternates", []string{"🌀 The water stills.", "龍王は目を開けた。"}, c.Alternates)
@@ -119,7 +121,7 @@ func TestReadV3(t *testing.T) {
 
 func TestReadSloppy(t *testing.T) {
 	t.Parallel()
-	c, f := mustRead(t, mustJSON(t, sloppyCard()))
+	c, f := mustRead(t, mustJSON(t, taverntest.SloppyCard()))
 	diff(t, "format", Format{Container: "json", Spec: SpecV2}, f)
 	diff(t, "Alternates (a string is one greeting)", []string{"only one, with a comma"}, c.Alternates)
 	diff(t, "Tags (comma list)", []string{"a", "b", "c"}, c.Tags)
@@ -182,15 +184,15 @@ func TestReadErrors(t *testing.T) {
 // is byte-identical to the first.
 func TestRoundTripJSON(t *testing.T) {
 	t.Parallel()
-	withBOM := append([]byte{0xEF, 0xBB, 0xBF}, mustJSON(t, v3Card())...)
+	withBOM := append([]byte{0xEF, 0xBB, 0xBF}, mustJSON(t, taverntest.V3Card())...)
 	for _, tc := range []struct {
 		name string
 		in   []byte
 	}{
-		{"V1", mustJSON(t, v1Card())},
-		{"V2 SillyTavern", mustJSON(t, v2CardST())},
-		{"V3 emoji CJK", mustJSON(t, v3Card())},
-		{"sloppy types", mustJSON(t, sloppyCard())},
+		{"V1", mustJSON(t, taverntest.V1Card())},
+		{"V2 SillyTavern", mustJSON(t, taverntest.V2Card())},
+		{"V3 emoji CJK", mustJSON(t, taverntest.V3Card())},
+		{"sloppy types", mustJSON(t, taverntest.SloppyCard())},
 		{"BOM", withBOM},
 		{"V2 without spec", mustJSON(t, map[string]any{"data": map[string]any{"name": "x", "first_mes": "y"}})},
 		{"V2 fields at top level", mustJSON(t, map[string]any{"spec": "chara_card_v2", "name": "x", "data": nil})},
@@ -222,7 +224,7 @@ func TestRoundTripJSON(t *testing.T) {
 // it came from.
 func TestWriteRestoresSource(t *testing.T) {
 	t.Parallel()
-	src := mustJSON(t, v3Card())
+	src := mustJSON(t, taverntest.V3Card())
 	c, _ := mustRead(t, src)
 	out, err := WriteV3JSON(c)
 	if err != nil {
@@ -246,7 +248,7 @@ func TestWriteRestoresSource(t *testing.T) {
 // TestWriteV2SillyTavern: the leftovers of a SillyTavern V2 card come back where they were.
 func TestWriteV2SillyTavern(t *testing.T) {
 	t.Parallel()
-	src := v2CardST()
+	src := taverntest.V2Card()
 	c, _ := mustRead(t, mustJSON(t, src))
 	out, err := WriteV3JSON(c)
 	if err != nil {
@@ -281,7 +283,7 @@ func TestWriteV2SillyTavern(t *testing.T) {
 // them, and null ("use global") stays null while it still means the same.
 func TestWriteChangedMatchOptions(t *testing.T) {
 	t.Parallel()
-	c, _ := mustRead(t, mustJSON(t, v2CardST()))
+	c, _ := mustRead(t, mustJSON(t, taverntest.V2Card()))
 	e := &c.Book.Entries[0]
 	e.MatchOptions = &MatchOptions{CaseSensitive: true, SelectiveLogic: LogicNotAny}
 	out, err := WriteV3JSON(c)
@@ -419,7 +421,7 @@ func TestEntryJSON(t *testing.T) {
 // rebuilt from the service's fields, exports as the original did.
 func TestLeftovers(t *testing.T) {
 	t.Parallel()
-	orig, _ := mustRead(t, mustJSON(t, v2CardST()))
+	orig, _ := mustRead(t, mustJSON(t, taverntest.V2Card()))
 	js := mustJSON(t, orig.Leftovers())
 	var l Leftovers
 	dec := json.NewDecoder(bytes.NewReader(js))

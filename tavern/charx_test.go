@@ -7,11 +7,13 @@ import (
 	"image/jpeg"
 	"strings"
 	"testing"
+
+	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
 )
 
 // charxCard is a V3 card whose main icon is embedded in the CHARX.
 func charxCard(t testing.TB) []byte {
-	card := v3Card()
+	card := taverntest.V3Card()
 	card["data"].(map[string]any)["assets"] = []any{
 		map[string]any{"type": "background", "uri": "embeded://assets/background/images/sea.png", "name": "main", "ext": "png"},
 		map[string]any{"type": "icon", "uri": "embeded://assets/icon/images/main.png", "name": "main", "ext": "png"},

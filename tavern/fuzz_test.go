@@ -3,6 +3,8 @@ package tavern
 import (
 	"bytes"
 	"testing"
+
+	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
 )
 
 // The fuzz targets call the unexported readers, which do not recover from panics, so that a panic
@@ -24,11 +26,11 @@ func checkCardRoundTrip(t *testing.T, c *Card) {
 
 func fuzzSeedsJSON(t testing.TB) [][]byte {
 	return [][]byte{
-		mustJSON(t, v1Card()),
-		mustJSON(t, v2CardST()),
-		mustJSON(t, v3Card()),
-		mustJSON(t, sloppyCard()),
-		[]byte(worldInfo()),
+		mustJSON(t, taverntest.V1Card()),
+		mustJSON(t, taverntest.V2Card()),
+		mustJSON(t, taverntest.V3Card()),
+		mustJSON(t, taverntest.SloppyCard()),
+		[]byte(taverntest.WorldInfo()),
 		[]byte(`{"spec":"chara_card_v2","data":{"name":"x","character_book":{"entries":{"0":{"key":"a,b","disable":1}}}}}`),
 		[]byte(`{"spec":"chara_card_v3","data":{"name":"x","character_book":{"entries":[{"keys":"/a/i","insertion_order":1.5,"priority":"2","extensions":{"selectiveLogic":"9","case_sensitive":"x"}}]}}}`),
 		[]byte(`{"name":"v1","spec_version":2,"data":[1]}`),
@@ -61,10 +63,10 @@ func FuzzReadPNG(f *testing.F) {
 	f.Add(append([]byte("ccv3\x00\x00"), zlibBytes([]byte(b64(v3)))...), uint8(1), uint8(2))
 	f.Add(append([]byte("chara\x00\x01\x00en\x00\x00"), zlibBytes([]byte(b64(v2)))...), uint8(2), uint8(0))
 	f.Add([]byte("CCV3\x00\x00\x00\x00\x00"+string(v3)), uint8(2), uint8(1))
-	f.Add([]byte("chara\x00"+b64(mustJSON(f, v3Card()))), uint8(0), uint8(2))
+	f.Add([]byte("chara\x00"+b64(mustJSON(f, taverntest.V3Card()))), uint8(0), uint8(2))
 	f.Fuzz(func(t *testing.T, chunk []byte, kind, where uint8) {
 		typ := []string{"tEXt", "zTXt", "iTXt"}[int(kind)%3]
-		place := []string{afterIHDR, afterIDAT, beforeIEND}[int(where)%3]
+		place := []taverntest.Place{afterIHDR, afterIDAT, beforeIEND}[int(where)%3]
 		data := insertChunks(t, img, place, makeChunk(typ, chunk))
 		c, _, err := read(data)
 		if err != nil {

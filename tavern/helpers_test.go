@@ -1,29 +1,37 @@
 package tavern
 
 import (
-	"archive/zip"
 	"bytes"
-	"compress/zlib"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
 )
 
-// mustJSON encodes v as JSON.
-func mustJSON(t testing.TB, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatalf("marshal: %v", err)
-	}
-	return b
-}
+// Short names for taverntest's fixture builders and helpers, used throughout this package's tests.
+var (
+	n            = taverntest.N
+	mustJSON     = taverntest.MustJSON
+	diff         = taverntest.Diff
+	show         = taverntest.Show
+	testImage    = taverntest.Image
+	makeZip      = taverntest.Zip
+	zlibBytes    = taverntest.Zlib
+	textChunk    = taverntest.TextChunk
+	zTXtChunk    = taverntest.ZTXtChunk
+	iTXtChunk    = taverntest.ITXtChunk
+	insertChunks = taverntest.InsertChunks
+)
+
+// Places where insertChunks puts chunks.
+const (
+	afterIHDR  = taverntest.AfterIHDR
+	afterIDAT  = taverntest.AfterIDAT
+	beforeIEND = taverntest.BeforeIEND
+	afterIEND  = taverntest.AfterIEND
+)
 
 // decodeAny decodes JSON keeping numbers as json.Number.
 func decodeAny(t testing.TB, b []byte) map[string]any {
@@ -36,98 +44,6 @@ func decodeAny(t testing.TB, b []byte) map[string]any {
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
-
-// testImage encodes a small gradient image as PNG with image/png.
-func testImage(t testing.TB, w, h int) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	for y := range h {
-		for x := range w {
-			img.Set(x, y, color.RGBA{uint8(x * 7), uint8(y * 11), uint8(x + y), 0xff})
-		}
-	}
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, img); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// textChunk builds a tEXt chunk.
-func textChunk(kw, text string) []byte {
-	return makeChunk("tEXt", append([]byte(kw+"\x00"), text...))
-}
-
-// zlibBytes compresses b with zlib.
-func zlibBytes(b []byte) []byte {
-	var buf bytes.Buffer
-	zw := zlib.NewWriter(&buf)
-	zw.Write(b)
-	zw.Close()
-	return buf.Bytes()
-}
-
-// zTXtChunk builds a zTXt chunk.
-func zTXtChunk(kw, text string) []byte {
-	data := append([]byte(kw+"\x00\x00"), zlibBytes([]byte(text))...)
-	return makeChunk("zTXt", data)
-}
-
-// iTXtChunk builds an iTXt chunk, compressed or not.
-func iTXtChunk(kw, text string, compressed bool) []byte {
-	data := []byte(kw + "\x00")
-	if compressed {
-		data = append(data, 1, 0)
-	} else {
-		data = append(data, 0, 0)
-	}
-	data = append(data, "en\x00Character\x00"...)
-	if compressed {
-		data = append(data, zlibBytes([]byte(text))...)
-	} else {
-		data = append(data, text...)
-	}
-	return makeChunk("iTXt", data)
-}
-
-// Places where insertChunks puts chunks.
-const (
-	afterIHDR  = "afterIHDR"
-	afterIDAT  = "afterIDAT"
-	beforeIEND = "beforeIEND"
-	afterIEND  = "afterIEND"
-)
-
-// insertChunks does chunk surgery on a PNG: it puts raw chunks at the given place.
-func insertChunks(t testing.TB, img []byte, where string, chunks ...[]byte) []byte {
-	t.Helper()
-	parsed, err := parsePNG(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	extra := bytes.Join(chunks, nil)
-	var buf bytes.Buffer
-	buf.Write(pngSignature)
-	lastIDAT := -1
-	for i, c := range parsed {
-		if c.typ == "IDAT" {
-			lastIDAT = i
-		}
-	}
-	for i, c := range parsed {
-		if c.typ == "IEND" && where == beforeIEND {
-			buf.Write(extra)
-		}
-		buf.Write(c.raw)
-		if (c.typ == "IHDR" && where == afterIHDR) || (i == lastIDAT && where == afterIDAT) {
-			buf.Write(extra)
-		}
-	}
-	if where == afterIEND {
-		buf.Write(extra)
-	}
-	return buf.Bytes()
-}
 
 // pngTextChunks lists the keywords of a PNG's text chunks, in order.
 func pngTextChunks(t testing.TB, img []byte) []string {
@@ -167,40 +83,6 @@ func chunkJSON(t testing.TB, img []byte, kw string) map[string]any {
 	}
 	t.Fatalf("no %s chunk", kw)
 	return nil
-}
-
-// makeZip builds a zip archive from name/content pairs, in order.
-func makeZip(t testing.TB, files ...[2]string) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	zw := zip.NewWriter(&buf)
-	for _, f := range files {
-		w, err := zw.Create(f[0])
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.Write([]byte(f[1]))
-	}
-	if err := zw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
-// diff compares two values and reports a difference under the given field name.
-func diff(t testing.TB, field string, want, got any) {
-	t.Helper()
-	if !reflect.DeepEqual(want, got) {
-		t.Errorf("%s:\n want %s\n  got %s", field, show(want), show(got))
-	}
-}
-
-func show(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprintf("%#v", v)
-	}
-	return string(b)
 }
 
 // compareCards compares two cards field by field (Avatar only when withAvatar).
@@ -288,6 +170,3 @@ func wantErr(t testing.TB, err error, substr string) {
 		t.Fatalf("want error containing %q, got %q", substr, err)
 	}
 }
-
-// n is a json.Number literal, as decoded values hold numbers.
-func n(s string) json.Number { return json.Number(s) }

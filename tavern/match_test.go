@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
 )
 
 func tavern(cs, mww bool, logic int) *MatchOptions {
@@ -119,7 +121,7 @@ func TestMatch(t *testing.T) {
 // TestMatchImportedBook: the trigger tester on a SillyTavern book read from a file.
 func TestMatchImportedBook(t *testing.T) {
 	t.Parallel()
-	b := mustReadBook(t, []byte(worldInfo()))
+	b := mustReadBook(t, []byte(taverntest.WorldInfo()))
 	rep := Triggers(b.Entries, "A sea monster rose from the storm. The lamp went out. 龍!", MatchOptions{})
 	var fired, notFired []string
 	for _, r := range rep.Fired {

@@ -7,6 +7,8 @@ import (
 	_ "image/png"
 	"strings"
 	"testing"
+
+	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
 )
 
 // named returns a small V2 or V3 card JSON with the given name.
@@ -23,7 +25,7 @@ func TestReadPNG(t *testing.T) {
 	img := testImage(t, 8, 6)
 	v2 := named(t, SpecV2, "from chara")
 	v3 := named(t, SpecV3, "from ccv3 🐉")
-	v1 := mustJSON(t, v1Card())
+	v1 := mustJSON(t, taverntest.V1Card())
 	unpadded := strings.TrimRight(b64(v3), "=")
 	wrapped := ""
 	for s := b64(v3); len(s) > 0; {
@@ -116,7 +118,7 @@ func TestReadPNGErrors(t *testing.T) {
 // ccv3 (V3) chunk, keeps the avatar's other chunks, and re-imports identically.
 func TestWritePNG(t *testing.T) {
 	t.Parallel()
-	card, _ := mustRead(t, mustJSON(t, v3Card()))
+	card, _ := mustRead(t, mustJSON(t, taverntest.V3Card()))
 	img := testImage(t, 10, 7)
 	// An avatar that already carries stale card chunks and an unrelated one.
 	avatar := insertChunks(t, img, beforeIEND, textChunk("chara", b64([]byte(`{"name":"stale"}`))), textChunk("Comment", "keep me"), zTXtChunk("CCV3", b64([]byte(`{"name":"stale"}`))))
@@ -189,7 +191,7 @@ func mustParse(t testing.TB, png []byte) []pngChunk {
 
 func TestWritePNGPlaceholderAndConversion(t *testing.T) {
 	t.Parallel()
-	card, _ := mustRead(t, mustJSON(t, v2CardST()))
+	card, _ := mustRead(t, mustJSON(t, taverntest.V2Card()))
 	out, err := WritePNG(card, nil)
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -135,18 +133,18 @@ func (t *Tool) prepare(raw json.RawMessage) (params map[string]string, body json
 		}
 		return map[string]string{}, buf.Bytes(), nil
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
+	fields, err := splitObject(raw)
+	if err != nil {
 		return nil, nil, fmt.Errorf("split the arguments of %s: %w", t.Name, err)
 	}
 	params = map[string]string{}
 	for _, p := range t.op.Params {
-		v, ok := fields[p.Name]
+		v, ok := fields.take(p.Name)
 		if !ok {
 			continue
 		}
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
+		s, err := jsonString(v)
+		if err != nil {
 			return nil, nil, fmt.Errorf("parameter %s of %s is not a string: %w", p.Name, t.Name, err)
 		}
 		if p.In == "path" {
@@ -161,22 +159,19 @@ func (t *Tool) prepare(raw json.RawMessage) (params map[string]string, body json
 			}
 		}
 		params[p.Name] = s
-		delete(fields, p.Name)
 	}
 	if t.op.Body == nil {
 		if len(fields) > 0 {
-			return nil, nil, fmt.Errorf("%s: arguments %v belong to no parameter", t.Name, slices.Sorted(maps.Keys(fields)))
+			return nil, nil, fmt.Errorf("%s: arguments %v belong to no parameter", t.Name, fields.keys())
 		}
 		return params, nil, nil
 	}
 	// Sorted keys; the values as the client sent them (compacted, <>& left unescaped).
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(fields); err != nil {
+	body, err = fields.encode(len(raw))
+	if err != nil {
 		return nil, nil, fmt.Errorf("encode the body of %s: %w", t.Name, err)
 	}
-	return params, bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return params, body, nil
 }
 
 // rawArguments returns the call's arguments as JSON, as they came over the wire when known.
@@ -206,10 +201,15 @@ func decodeObject(data json.RawMessage) (map[string]any, error) {
 // successResult is a tool result: structuredContent is the result object as is; the text is the
 // tool's one-line summary, followed by the object as JSON for clients that pass only text on
 // to the model (the MCP spec asks for the serialized structured content in a text block).
+//
+// The compacted object is also the wire form of structuredContent (RawStructuredContent), so
+// that encoding the response copies it instead of encoding the decoded map again.
 func successResult(summary string, out map[string]any, raw json.RawMessage) *mcp.CallToolResult {
+	compact := compactJSON(raw)
 	return &mcp.CallToolResult{
-		Content:           []mcp.Content{mcp.NewTextContent(summary), mcp.NewTextContent(compactJSON(raw))},
-		StructuredContent: out,
+		Content:              []mcp.Content{mcp.NewTextContent(summary), mcp.NewTextContent(compact)},
+		StructuredContent:    out,
+		RawStructuredContent: json.RawMessage(compact),
 	}
 }
 

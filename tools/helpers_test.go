@@ -15,7 +15,6 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
 // clock is a settable clock for the sandbox (trial expiry).
@@ -64,49 +63,10 @@ type env struct {
 const demoToken = "sandbox-demo-token-7f3a9c"
 
 // newEnv starts a sandbox (checking its own responses against the contract), an MCP server
-// with opts over it, and an initialized in-process client.
+// with opts over it, and an initialized in-process client: newTavernEnv with nothing besides.
 func newEnv(t *testing.T, opts Options) *env {
 	t.Helper()
-	clk := &clock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
-	svc, err := sandbox.New(sandbox.Options{CheckResponses: true, DemoToken: demoToken, Clock: clk.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ct := &countingTransport{next: svc.RoundTripper()}
-	up, err := upstream.New("http://sandbox.localhost", upstream.StaticToken(svc.DemoToken()),
-		upstream.WithTransport(ct), upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := NewServer(up, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &env{t: t, svc: svc, clock: clk, requests: ct, srv: srv, tools: map[string]Tool{}}
-	for _, tool := range All() {
-		e.tools[tool.Name] = tool
-	}
-	c, err := client.NewInProcessClient(srv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.OnNotification(func(n mcp.JSONRPCNotification) {
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		e.notifications = append(e.notifications, n)
-	})
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "tools-test", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		t.Fatal(err)
-	}
-	e.client = c
+	e, _ := newTavernEnv(t, tavernEnvConfig{opts: opts})
 	return e
 }
 

@@ -283,3 +283,30 @@ func BenchmarkStreamableHTTP(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBuildRegistry is the registry built from scratch (schemas derived, validators
+// compiled), what a server does once at start before it can answer initialize.
+func BenchmarkBuildRegistry(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := build(definitions()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNewServer is the MCP server made from the built registry (tools, resources and
+// prompts registered), the rest of a server's start before it answers initialize.
+func BenchmarkNewServer(b *testing.B) {
+	up, err := upstream.New("http://127.0.0.1:9", upstream.StaticToken(demoToken))
+	if err != nil {
+		b.Fatal(err)
+	}
+	All()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := NewServer(up, Options{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

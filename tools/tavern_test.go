@@ -25,6 +25,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/aside"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/tavern"
+	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
@@ -57,8 +58,9 @@ func (h *rootsHandler) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*
 	return res, nil
 }
 
-// newTavernEnv is newEnv with what the tavern tests need besides: a shared sandbox, a transport
-// wrapper (to inject failures), client roots and the newest protocol.
+// newTavernEnv starts a sandbox (checking its own responses against the contract), an MCP server
+// over it and an initialized in-process client, with what the tavern tests need besides: a shared
+// sandbox, a transport wrapper (to inject failures), client roots and the newest protocol.
 func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 	t.Helper()
 	clk := &clock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
@@ -113,7 +115,7 @@ func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 	if cfg.modern {
 		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
 	}
-	init.Params.ClientInfo = mcp.Implementation{Name: "tavern-test", Version: "1"}
+	init.Params.ClientInfo = mcp.Implementation{Name: "tools-test", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatal(err)
 	}
@@ -285,16 +287,16 @@ func TestTavernRoundTrip(t *testing.T) {
 // character_book is the lorebook, field by field.
 func TestTavernWorldbookRoundTrip(t *testing.T) {
 	t.Parallel()
-	sloppyBook := fixSloppy()["data"].(map[string]any)["character_book"]
+	sloppyBook := taverntest.SloppyCard()["data"].(map[string]any)["character_book"]
 	tests := []struct {
 		name, wantName string
 		file           []byte
 		kept           string // one of keptAside
 	}{
-		{"lorebook_v3", "Harbour lore", mustJSON(t, fixLorebook()), "lorebook.scan_depth"},
-		{"World Info", "Shoals", []byte(fixWorldInfo()), "lorebook.entries[].extensions.characterFilter"},
+		{"lorebook_v3", "Harbour lore", mustJSON(t, taverntest.Lorebook()), "lorebook.scan_depth"},
+		{"World Info", "Shoals", []byte(taverntest.WorldInfo()), "lorebook.entries[].extensions.characterFilter"},
 		{"character_book without a name", defaultBookName, mustJSON(t, sloppyBook), "lorebook.entries[].extensions.selectiveLogic"},
-		{"card PNG", "Gull lore", withChunks(t, testImage(t, 4, 4), false, zTXt("chara", mustJSON(t, fixV2()))), "lorebook.entries[].use_regex"},
+		{"card PNG", "Gull lore", taverntest.InsertChunks(t, taverntest.Image(t, 4, 4), taverntest.BeforeIEND, taverntest.ZTXtChunk("chara", b64(mustJSON(t, v2CardWithShip())))), "lorebook.entries[].use_regex"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -335,7 +337,7 @@ func TestTavernWorldbookIntoNativeWorldbook(t *testing.T) {
 	wbID := e.ok("create_worldbook", `{"name":"Native lore"}`)["worldbookId"].(string)
 	e.ok("write_worldbook_document", jsonArg(t, map[string]any{"worldbookId": wbID, "entries": []any{
 		map[string]any{"op": "create", "name": "Old", "content": "Already here.", "keywords": []string{"old"}}}}))
-	file := []byte(fixWorldInfo())
+	file := []byte(taverntest.WorldInfo())
 	res := e.ok("import_tavern_worldbook", jsonArg(t, map[string]any{"source": map[string]any{"json": string(file)}, "worldbookId": wbID, "roleId": roleID}))
 	if res["created"] != false || res["format"] != "native" || !slices.Contains(stringsOf(list(res, "keptAside")), "lorebook.entries[].matchOptions") ||
 		len(list(res, "notes")) == 0 {
@@ -367,7 +369,7 @@ func TestTavernWorldbookIntoNativeWorldbook(t *testing.T) {
 func TestTavernImportIdempotentAndProgress(t *testing.T) {
 	t.Parallel()
 	e, _ := newTavernEnv(t, tavernEnvConfig{})
-	file := withChunks(t, testImage(t, 8, 8), false, tEXt("chara", mustJSON(t, fixV2())))
+	file := taverntest.InsertChunks(t, taverntest.Image(t, 8, 8), taverntest.BeforeIEND, taverntest.TextChunk("chara", b64(mustJSON(t, v2CardWithShip()))))
 	res := e.callMeta("import_tavern_card", jsonArg(t, map[string]any{"source": map[string]any{"dataBase64": b64(file)}}), &mcp.Meta{ProgressToken: "imp-1"})
 	if res.IsError {
 		t.Fatal(text(res))
@@ -509,11 +511,11 @@ func TestTavernImportFailureMidway(t *testing.T) {
 func TestTavernTrialMode(t *testing.T) {
 	t.Parallel()
 	e, _ := newTavernEnv(t, tavernEnvConfig{})
-	env, msg := e.fail("import_tavern_card", jsonArg(t, map[string]any{"source": map[string]any{"json": fixV2()}, "mode": "trial"}))
+	env, msg := e.fail("import_tavern_card", jsonArg(t, map[string]any{"source": map[string]any{"json": v2CardWithShip()}, "mode": "trial"}))
 	if env["error"] != "invalid_arguments" || !strings.Contains(msg, "clientKey") {
 		t.Errorf("trial without clientKey: %v", env)
 	}
-	file := withChunks(t, testImage(t, 4, 4), false, tEXt("ccv3", mustJSON(t, fixV3())))
+	file := taverntest.InsertChunks(t, taverntest.Image(t, 4, 4), taverntest.BeforeIEND, taverntest.TextChunk("ccv3", b64(mustJSON(t, taverntest.V3Card()))))
 	res := importCard(t, e, file, map[string]any{"mode": "trial", "clientKey": "ryuo-try"})
 	if res["mode"] != "trial" || res["clientKey"] != "ryuo-try" || res["entryCount"] != json.Number("3") || res["worldbookId"] != nil {
 		t.Errorf("import trial: %v", res)
@@ -536,7 +538,7 @@ func TestTavernTrialMode(t *testing.T) {
 		t.Errorf("get_trial_card: %v", got)
 	}
 	// The same key again replaces it.
-	res = importCard(t, e, mustJSON(t, fixV1()), map[string]any{"mode": "trial", "clientKey": "ryuo-try"})
+	res = importCard(t, e, mustJSON(t, taverntest.V1Card()), map[string]any{"mode": "trial", "clientKey": "ryuo-try"})
 	if res["trial"].(map[string]any)["created"] != false || res["entryCount"] != json.Number("0") {
 		t.Errorf("re-import trial: %v", res)
 	}
@@ -560,7 +562,7 @@ func TestTavernSourceArguments(t *testing.T) {
 		{"two", "import_tavern_card", `{"source":{"dataBase64":"e30=","json":{}}}`, "invalid_arguments", "not source.dataBase64 and source.json"},
 		{"bad base64", "import_tavern_card", `{"source":{"dataBase64":"*&^"}}`, "invalid_arguments", "base64"},
 		{"not a card", "import_tavern_card", `{"source":{"json":{"hello":"world"}}}`, codeInvalidFile, "not a character card"},
-		{"a lorebook is no card", "import_tavern_card", jsonArg(t, map[string]any{"source": map[string]any{"json": fixLorebook()}}), codeInvalidFile, "lorebook"},
+		{"a lorebook is no card", "import_tavern_card", jsonArg(t, map[string]any{"source": map[string]any{"json": taverntest.Lorebook()}}), codeInvalidFile, "lorebook"},
 		{"no name", "import_tavern_card", `{"source":{"json":{"spec":"chara_card_v2","data":{"name":"","first_mes":"x"}}}}`, codeInvalidFile, "no name"},
 		{"not a lorebook", "import_tavern_worldbook", `{"source":{"json":"{\"x\":1}"}}`, codeInvalidFile, "not a lorebook"},
 		{"worldbookId and name", "import_tavern_worldbook", `{"source":{"json":{}},"worldbookId":"wb_1","name":"x"}`, "invalid_arguments", "not both"},
@@ -593,7 +595,7 @@ func TestTavernPathRules(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	card := mustJSON(t, fixV1())
+	card := mustJSON(t, taverntest.V1Card())
 	write := func(p string, data []byte) string {
 		if err := os.WriteFile(p, data, 0o644); err != nil {
 			t.Fatal(err)
@@ -696,7 +698,7 @@ func TestTavernAsideStoreAcrossServers(t *testing.T) {
 		return s
 	}
 	a, _ := newTavernEnv(t, tavernEnvConfig{opts: Options{Aside: store()}})
-	file := mustJSON(t, fixV3())
+	file := mustJSON(t, taverntest.V3Card())
 	imp := importCard(t, a, file, nil)
 	want, _, _ := tavern.Read(file)
 
@@ -787,7 +789,7 @@ func TestTavernExportAuthoredCard(t *testing.T) {
 func TestTestWorldbookTriggers(t *testing.T) {
 	t.Parallel()
 	e, _ := newTavernEnv(t, tavernEnvConfig{})
-	tavernWB := e.ok("import_tavern_worldbook", jsonArg(t, map[string]any{"source": map[string]any{"json": fixWorldInfo()}}))["worldbookId"].(string)
+	tavernWB := e.ok("import_tavern_worldbook", jsonArg(t, map[string]any{"source": map[string]any{"json": taverntest.WorldInfo()}}))["worldbookId"].(string)
 	nativeWB := e.ok("create_worldbook", `{"name":"Native"}`)["worldbookId"].(string)
 	e.ok("write_worldbook_document", jsonArg(t, map[string]any{"worldbookId": nativeWB, "entries": []any{
 		map[string]any{"op": "create", "name": "Kraken", "content": "k", "keywords": []string{"kraken"}, "secondaryKeywords": []string{"storm", "squall"}},

@@ -130,7 +130,7 @@ func definitions() []Tool {
 
 var registry = sync.OnceValues(func() ([]Tool, error) { return build(definitions()) })
 
-// All returns every tool of the registry, with schemas derived and validators compiled. The
+// All returns every tool of the registry, with schemas derived (validators compile on first use). The
 // contract is embedded, so a failure here is a build defect: All panics on it (the registry
 // tests catch it first).
 func All() []Tool {
@@ -141,7 +141,7 @@ func All() []Tool {
 	return slices.Clone(all)
 }
 
-// build derives each tool's schemas from its operation and compiles its validators, once.
+// build derives each tool's schemas from its operation and makes its validators, once.
 func build(defs []Tool) ([]Tool, error) {
 	seen := map[string]bool{}
 	out := make([]Tool, 0, len(defs))
@@ -163,12 +163,10 @@ func build(defs []Tool) ([]Tool, error) {
 		if t.outputSchema, err = json.Marshal(outSchema); err != nil {
 			return nil, fmt.Errorf("tools: %s: output schema: %w", t.Name, err)
 		}
-		if t.input, err = schema.CompileSchema(t.Name+" input", in); err != nil {
-			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
-		}
-		if t.output, err = schema.CompileSchema(t.Name+" output", outSchema); err != nil {
-			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
-		}
+		// Compiled on first use: a server answers initialize without compiling ~50 schemas
+		// (TestValidatorsCompile compiles them all).
+		t.input = schema.CompileSchemaLazy(t.Name+" input", in)
+		t.output = schema.CompileSchemaLazy(t.Name+" output", outSchema)
 		if t.Summary == nil {
 			return nil, fmt.Errorf("tools: %s has no Summary", t.Name)
 		}

@@ -338,7 +338,7 @@ func (c *Client) attempt(ctx context.Context, op schema.Operation, target string
 		c.logAttempt(ctx, op, n, resp.StatusCode, start, err)
 		return err
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, c.maxBytes+1))
+	data, err := readAll(resp.Body, c.maxBytes+1, resp.ContentLength)
 	if err != nil {
 		err = c.transportError(op, fmt.Errorf("read the response: %w", err))
 		c.logAttempt(ctx, op, n, resp.StatusCode, start, err)
@@ -351,10 +351,24 @@ func (c *Client) attempt(ctx context.Context, op schema.Operation, target string
 	if out == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
+	if raw, ok := out.(*json.RawMessage); ok && json.Valid(data) {
+		*raw = data // data is this call's own buffer: no copy needed
+		return nil
+	}
 	if err := json.Unmarshal(data, out); err != nil {
 		return fmt.Errorf("card service: %s: decode the %s response: %w", op.ID, statusName(resp.StatusCode), err)
 	}
 	return nil
+}
+
+// readAll reads r up to limit bytes, sizing its buffer from the Content-Length when known.
+func readAll(r io.Reader, limit, contentLength int64) ([]byte, error) {
+	var buf bytes.Buffer
+	if contentLength > 0 && contentLength < limit {
+		buf.Grow(int(contentLength) + bytes.MinRead) // +MinRead: ReadFrom then needs no second buffer to see EOF
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r, limit))
+	return buf.Bytes(), err
 }
 
 // transportError describes a failed exchange by operation, method and path template, without
@@ -480,6 +494,14 @@ func isNoBody(body any) bool {
 // escaping <, > and & as encoding/json does by default.
 func marshalJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
+	if raw, ok := v.(json.RawMessage); ok {
+		// What the encoder does with a RawMessage, without its reflection and extra copy.
+		buf.Grow(len(raw))
+		if err := json.Compact(&buf, raw); err != nil {
+			return nil, err
+		}
+		return buf.Bytes(), nil
+	}
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {

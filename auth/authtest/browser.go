@@ -99,8 +99,14 @@ func attrs(s string) map[string]string {
 	return out
 }
 
-// Submit submits the page's first form, pressing the submit button whose label or value
-// contains button (case-insensitive; "" presses the first one).
+// SignInButton is the label of the sandbox sign-in page's button for the account with
+// nickname: pass it to SignIn or Submit to sign in as that account. The sandbox's page
+// offers every account it knows, the demo user ("Demo Author") first.
+func SignInButton(nickname string) string { return "Sign in as " + nickname }
+
+// Submit submits the page's first form, pressing the submit button whose label is button, or
+// else the first one whose label or value contains it (case-insensitive; "" presses the first
+// button). The exact label wins so that "Sign in as Demo" is not taken for "Sign in as Demo Author".
 func (b *Browser) Submit(p *Page, button string) (*Page, error) {
 	m := formRE.FindStringSubmatch(p.Body)
 	if m == nil {
@@ -112,27 +118,33 @@ func (b *Browser) Submit(p *Page, button string) (*Page, error) {
 		return nil, err
 	}
 	form := url.Values{}
-	pressed := false
+	var exact, first map[string]string // the attributes of the button pressed
 	for _, t := range tagRE.FindAllStringSubmatch(m[2], -1) {
 		a := attrs(t[2])
-		switch {
-		case strings.EqualFold(t[1], "input") && a["type"] != "submit":
+		if strings.EqualFold(t[1], "input") && a["type"] != "submit" {
 			if a["name"] != "" {
 				form.Set(a["name"], a["value"])
 			}
-		case !pressed:
-			label := strings.TrimSpace(html.UnescapeString(t[3]))
-			if button == "" || strings.Contains(strings.ToLower(label), strings.ToLower(button)) ||
-				strings.EqualFold(a["value"], button) {
-				if a["name"] != "" {
-					form.Set(a["name"], a["value"])
-				}
-				pressed = true
-			}
+			continue
+		}
+		label := strings.TrimSpace(html.UnescapeString(t[3]))
+		if exact == nil && button != "" && strings.EqualFold(label, strings.TrimSpace(button)) {
+			exact = a
+		}
+		if first == nil && (button == "" || strings.Contains(strings.ToLower(label), strings.ToLower(button)) ||
+			strings.EqualFold(a["value"], button)) {
+			first = a
 		}
 	}
-	if !pressed {
+	pressed := exact
+	if pressed == nil {
+		pressed = first
+	}
+	if pressed == nil {
 		return nil, fmt.Errorf("page %s (%q) has no button %q", p.URL, p.Title(), button)
+	}
+	if pressed["name"] != "" {
+		form.Set(pressed["name"], pressed["value"])
 	}
 	if !strings.EqualFold(fa["method"], "post") {
 		return nil, fmt.Errorf("the form of %s is not posted", p.URL)
@@ -151,8 +163,9 @@ func (b *Browser) Submit(p *Page, button string) (*Page, error) {
 }
 
 // SignIn goes from the authorization address to the end: the sign-in page (pressing the
-// button whose label contains signIn), then the consent page (pressing decide, "allow" or
-// "deny"), then the redirect back to the application, followed unless StopAtCallback.
+// button labelled signIn, or else the first whose label contains it: SignInButton(nickname)
+// chooses the account), then the consent page (pressing decide, "allow" or "deny"), then the
+// redirect back to the application, followed unless StopAtCallback.
 func (b *Browser) SignIn(authURL, signIn, decide string) (*Page, error) {
 	p, err := b.Get(authURL)
 	if err != nil {

@@ -29,6 +29,8 @@ import (
 	"time"
 
 	"golang.org/x/oauth2"
+
+	"github.com/cardwriter/cardwriter-mcp/auth"
 )
 
 const (
@@ -483,7 +485,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		if e == "temporarily_unavailable" || e == "server_error" {
 			code = e
 		}
-		s.log.Info("authorization: the card service did not grant access", "client_id", ar.ClientID, "error", printable(e, 64))
+		s.log.Info("authorization: the card service did not grant access", "client_id", ar.ClientID, "error", auth.Printable(e, 64))
 		backToClient(url.Values{"error": {code}, "error_description": {"The card service did not grant access."}},
 			"The card service did not grant access; the application is told so.")
 		return

@@ -12,6 +12,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/cardwriter/cardwriter-mcp/atomicfile"
 )
 
 const (
@@ -135,28 +137,7 @@ func (s *FileStore) save() error {
 	if err != nil {
 		return fmt.Errorf("proxy: encode the state: %w", err)
 	}
-	tmp, err := os.CreateTemp(s.dir, stateFile+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("proxy: write the state: %w", err)
-	}
-	name := tmp.Name()
-	defer os.Remove(name) // after the rename there is nothing left to remove
-	if err := tmp.Chmod(filePerm); err != nil {
-		tmp.Close()
-		return fmt.Errorf("proxy: write the state: %w", err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("proxy: write the state: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("proxy: write the state: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("proxy: write the state: %w", err)
-	}
-	if err := os.Rename(name, s.path()); err != nil {
+	if err := atomicfile.Write(s.path(), data, filePerm); err != nil {
 		return fmt.Errorf("proxy: write the state: %w", err)
 	}
 	return nil

@@ -10,7 +10,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"regexp"
 	"strings"
@@ -25,47 +24,11 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
-// clock is a settable clock shared by the sandbox and the proxy.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-// logBuffer is a buffer safe for concurrent writers.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // env is a sandbox (the card service with its OAuth server) and the proxy in front of it,
 // with an MCP endpoint stand-in that calls the card service with the request's token.
 type env struct {
 	t       *testing.T
-	clock   *clock
+	clock   *authtest.Clock
 	sb      *sandbox.Service
 	sbURL   string
 	srv     *Server
@@ -73,9 +36,8 @@ type env struct {
 	dir     string
 	key     []byte
 	url     string // the proxy's public URL
-	logs    *logBuffer
-	secrets *secretSet
-	proxy   *httptest.Server
+	logs    *authtest.LogBuffer
+	secrets *authtest.Secrets
 }
 
 type envOptions struct {
@@ -85,33 +47,28 @@ type envOptions struct {
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	e := &env{t: t, clock: &clock{now: time.Now().Truncate(time.Second)}, logs: &logBuffer{}, secrets: &secretSet{}, dir: t.TempDir()}
+	e := &env{t: t, clock: authtest.NewClock(time.Now().Truncate(time.Second)), logs: &authtest.LogBuffer{}, secrets: &authtest.Secrets{}, dir: t.TempDir()}
 	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var sbh http.Handler
-	sbSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { sbh.ServeHTTP(w, r) }))
-	e.sbURL = "http://" + sbSrv.Listener.Addr().String()
-	sb, err := sandbox.New(sandbox.Options{BaseURL: e.sbURL, Clock: e.clock.Now, CheckResponses: true,
-		AccessTokenTTL: o.upstreamAccessTTL, Logger: logger.With("component", "sandbox")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.sb = sb
-	sbh = sb.Handler()
-	sbSrv.Start()
-	t.Cleanup(sbSrv.Close)
-	e.secrets.add(sb.DemoToken())
+	e.sbURL = authtest.Serve(t, func(url string) http.Handler {
+		sb, err := sandbox.New(sandbox.Options{BaseURL: url, Clock: e.clock.Now, CheckResponses: true,
+			AccessTokenTTL: o.upstreamAccessTTL, Logger: logger.With("component", "sandbox")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.sb = sb
+		return sb.Handler()
+	})
+	e.secrets.Add(e.sb.DemoToken())
 
-	var ph http.Handler
-	e.proxy = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ph.ServeHTTP(w, r) }))
-	e.url = "http://" + e.proxy.Listener.Addr().String()
 	e.key = make([]byte, KeySize)
 	_, _ = rand.Read(e.key)
-	e.start(o.accessTTL, logger)
-	ph = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { e.handler().ServeHTTP(w, r) })
-	e.proxy.Start()
-	t.Cleanup(e.proxy.Close)
+	e.url = authtest.Serve(t, func(url string) http.Handler {
+		e.url = url
+		e.start(o.accessTTL, logger)
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { e.handler().ServeHTTP(w, r) })
+	})
 	t.Cleanup(func() {
-		e.secrets.check(t, "the logs", e.logs.String())
+		e.secrets.Check(t, "the logs", e.logs.String())
 	})
 	return e
 }
@@ -172,47 +129,6 @@ func mcpStandIn(api *upstream.Client) http.Handler {
 	})
 }
 
-// secretSet collects the secrets a test saw, to look for them in the logs.
-type secretSet struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (s *secretSet) add(v ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, x := range v {
-		if x != "" {
-			s.list = append(s.list, x)
-		}
-	}
-}
-
-var tokenShaped = regexp.MustCompile(`[A-Za-z0-9_-]{40,}`)
-
-// checkKnown fails when out holds a known secret.
-func (s *secretSet) checkKnown(t *testing.T, what, out string) {
-	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, x := range s.list {
-		if strings.Contains(out, x) {
-			t.Errorf("%s contain a secret (%.10s…)", what, x)
-		}
-	}
-}
-
-// check fails when out holds a known secret or anything token-shaped.
-func (s *secretSet) check(t *testing.T, what, out string) {
-	t.Helper()
-	s.checkKnown(t, what, out)
-	for _, line := range strings.Split(out, "\n") {
-		if m := tokenShaped.FindString(line); m != "" {
-			t.Errorf("%s: a line holds a token-shaped string %.10s…: %.300s", what, m, line)
-		}
-	}
-}
-
 // client is an MCP client doing OAuth by hand.
 type client struct {
 	e           *env
@@ -268,7 +184,7 @@ func (c *client) newRequest() *authRequest {
 		"code_challenge": {oauth2.S256ChallengeFromVerifier(v)}, "code_challenge_method": {"S256"},
 		"resource": {c.e.url + "/mcp"}, "scope": {Scope},
 	}
-	c.e.secrets.add(v, ar.state)
+	c.e.secrets.Add(v, ar.state)
 	return ar
 }
 
@@ -301,7 +217,7 @@ func (c *client) authorize(ar *authRequest) url.Values {
 	for range 6 {
 		if u, ok := returnTarget(p); ok && u.Path == "/cb" {
 			q := u.Query()
-			c.e.secrets.add(q.Get("code"))
+			c.e.secrets.Add(q.Get("code"))
 			return q
 		}
 		if p.Status != http.StatusOK {
@@ -331,7 +247,7 @@ func (e *env) tokenRequest(form url.Values) (int, map[string]any) {
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	for _, k := range []string{"access_token", "refresh_token"} {
 		if v, ok := out[k].(string); ok {
-			e.secrets.add(v)
+			e.secrets.Add(v)
 		}
 	}
 	return resp.StatusCode, out

@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
@@ -63,13 +62,9 @@ func NewPassthrough(opts PassthroughOptions) (*Passthrough, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: the public URL: %w", err)
 	}
-	resource, err := auth.Resource(opts.APIHost)
+	resource, api, err := cardService(opts.APIHost, opts.APIOptions)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: the card service: %w", err)
-	}
-	api, err := upstream.New(opts.APIHost, upstream.ContextTokenSource{}, opts.APIOptions...)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: the card service: %w", err)
+		return nil, err
 	}
 	if opts.SessionIdleTTL <= 0 {
 		opts.SessionIdleTTL = DefaultSessionIdleTTL

@@ -5,30 +5,27 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
+	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
 func TestPassthrough(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	var h http.Handler
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { h.ServeHTTP(w, r) }))
-	pub := "http://" + srv.Listener.Addr().String()
-	p, err := NewPassthrough(PassthroughOptions{PublicURL: pub, APIHost: e.sbURL, Logger: logger, Now: e.clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	api, _ := upstream.New(e.sbURL, upstream.ContextTokenSource{}, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
-	mux := http.NewServeMux()
-	mux.Handle(MCPPath, p.Protect(mcpStandIn(api)))
-	mux.Handle("/", p.Handler())
-	h = mux
-	srv.Start()
-	defer srv.Close()
+	pub := authtest.Serve(t, func(url string) http.Handler {
+		p, err := NewPassthrough(PassthroughOptions{PublicURL: url, APIHost: e.sbURL, Logger: logger, Now: e.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api, _ := upstream.New(e.sbURL, upstream.ContextTokenSource{}, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
+		mux := http.NewServeMux()
+		mux.Handle(MCPPath, p.Protect(mcpStandIn(api)))
+		mux.Handle("/", p.Handler())
+		return mux
+	})
 	pe := &env{t: t, url: pub, secrets: e.secrets}
 
 	resp, err := http.Get(pub + "/.well-known/oauth-protected-resource/mcp")

@@ -269,7 +269,7 @@ func TestCodeRefusals(t *testing.T) {
 	t.Run("expired code", func(t *testing.T) {
 		ar := c.newRequest()
 		code := c.authorize(ar).Get("code")
-		e.clock.advance(2 * time.Minute)
+		e.clock.Advance(2 * time.Minute)
 		if status, out := c.exchange(code, ar); status != 400 || out["error"] != "invalid_grant" {
 			t.Errorf("%d %v", status, out)
 		}
@@ -307,7 +307,7 @@ func TestReplayedState(t *testing.T) {
 	if err != nil || cb.Path != CallbackPath {
 		t.Fatalf("no callback: %v %v", cb, err)
 	}
-	e.secrets.add(cb.Query().Get("code"), cb.Query().Get("state"))
+	e.secrets.Add(cb.Query().Get("code"), cb.Query().Get("state"))
 
 	// Another browser cannot use the callback.
 	other := newBrowser()
@@ -396,7 +396,7 @@ func TestExpiredAndRevokedTokens(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	c := e.register("Lifetimes", "http://127.0.0.1:9/cb")
 	access, refresh := c.signIn()
-	e.clock.advance(DefaultAccessTokenTTL + time.Second)
+	e.clock.Advance(DefaultAccessTokenTTL + time.Second)
 	if status, h, _ := e.mcpCall(access, "", initBody); status != 401 || !strings.Contains(h.Get("WWW-Authenticate"), "invalid_token") {
 		t.Errorf("expired access token: %d %v", status, h)
 	}
@@ -431,7 +431,7 @@ func TestUpstreamRefreshAndFailure(t *testing.T) {
 	c := e.register("Upstream", "http://127.0.0.1:9/cb")
 	access, _ := c.signIn()
 	// Past the card service's token lifetime, within ours: the proxy refreshes upstream.
-	e.clock.advance(10 * time.Minute)
+	e.clock.Advance(10 * time.Minute)
 	if status, _, out := e.mcpCall(access, "", initBody); status != 200 || out["user"] != "u_demo" {
 		t.Fatalf("after the card service's token expired: %d %v", status, out)
 	}
@@ -441,10 +441,10 @@ func TestUpstreamRefreshAndFailure(t *testing.T) {
 	}
 	// The card service drops the grant (its refresh token expires): the grant ends here, and
 	// the request gets a 401.
-	e.clock.advance(31 * 24 * time.Hour)
+	e.clock.Advance(31 * 24 * time.Hour)
 	// Our access token has expired too by now; use a fresh one of the same grant.
 	fresh := newSecret(accessPrefix)
-	e.secrets.add(fresh)
+	e.secrets.Add(fresh)
 	if err := e.store.PutSecret(context.Background(), digest(fresh), &Secret{Kind: KindAccess, GrantID: g.ID, ClientID: c.id, Scope: Scope,
 		Resource: e.url + "/mcp", Expires: e.clock.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
@@ -483,7 +483,7 @@ func TestAccessTokenNeverOutlivesUpstream(t *testing.T) {
 	if resp.ExpiresIn > 300 || resp.RefreshToken != "" {
 		t.Errorf("without a card service refresh token: expires_in %d, refresh token %t", resp.ExpiresIn, resp.RefreshToken != "")
 	}
-	e.secrets.add(resp.AccessToken)
+	e.secrets.Add(resp.AccessToken)
 	g.UpstreamExpiry = now.Add(-time.Second)
 	if _, ge := e.srv.issueTokens(context.Background(), c, g, Scope); ge == nil || ge.code != "invalid_grant" {
 		t.Errorf("after the card service's token expired: %v", ge)
@@ -501,7 +501,7 @@ func TestSessionBelongsToItsUser(t *testing.T) {
 	}
 	// A second user, with a grant of their own at the card service.
 	otherUpstream := newSecret("sb_")
-	e.secrets.add(otherUpstream)
+	e.secrets.Add(otherUpstream)
 	otherUser := e.sb.AddUser(otherUpstream, "Other Author")
 	g := &Grant{ID: newID("g_"), ClientID: c.id, UserID: otherUser, Scope: Scope, Resource: e.url + "/mcp", Created: e.clock.Now(), Active: true}
 	e.srv.sealTokens(g, &upstreamTokens{Access: upstream.Token(otherUpstream), ClientID: "c_x", TokenEndpoint: e.sbURL + "/oauth/token"})
@@ -509,7 +509,7 @@ func TestSessionBelongsToItsUser(t *testing.T) {
 		t.Fatal(err)
 	}
 	otherAccess := newSecret(accessPrefix)
-	e.secrets.add(otherAccess)
+	e.secrets.Add(otherAccess)
 	if err := e.store.PutSecret(context.Background(), digest(otherAccess), &Secret{Kind: KindAccess, GrantID: g.ID, ClientID: c.id,
 		Scope: Scope, Resource: e.url + "/mcp", Expires: e.clock.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
@@ -547,7 +547,7 @@ func TestStateSurvivesRestartAndKeyChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.secrets.checkKnown(t, "the state file", string(raw))
+	e.secrets.CheckKnown(t, "the state file", string(raw))
 	fi, _ := os.Stat(filepath.Join(e.dir, stateFile))
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("state file mode %v", fi.Mode().Perm())

@@ -142,13 +142,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	resource, err := auth.Resource(opts.APIHost)
+	resource, api, err := cardService(opts.APIHost, opts.APIOptions)
 	if err != nil {
-		return nil, fmt.Errorf("proxy: the card service: %w", err)
-	}
-	api, err := upstream.New(opts.APIHost, upstream.ContextTokenSource{}, opts.APIOptions...)
-	if err != nil {
-		return nil, fmt.Errorf("proxy: the card service: %w", err)
+		return nil, err
 	}
 	s := &Server{
 		opts: opts, issuer: pub, resource: pub + MCPPath, keys: k, store: opts.Store,
@@ -159,6 +155,20 @@ func New(opts Options) (*Server, error) {
 		api: api, store: opts.Store, log: opts.Logger, now: opts.Now}
 	go s.sweeper()
 	return s, nil
+}
+
+// cardService returns the card service's resource identifier ({base_url}/open/v1) and a client
+// of its API that calls it with each request's token (upstream.ContextTokenSource).
+func cardService(apiHost string, apiOpts []upstream.Option) (string, *upstream.Client, error) {
+	resource, err := auth.Resource(apiHost)
+	if err != nil {
+		return "", nil, fmt.Errorf("proxy: the card service: %w", err)
+	}
+	api, err := upstream.New(apiHost, upstream.ContextTokenSource{}, apiOpts...)
+	if err != nil {
+		return "", nil, fmt.Errorf("proxy: the card service: %w", err)
+	}
+	return resource, api, nil
 }
 
 // Close stops the background work and waits for pending revocations at the card service.

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/url"
 	"slices"
@@ -303,30 +302,6 @@ func (u *upstreamAuth) post(ctx context.Context, endpoint, contentType string, b
 
 // decodeFailure keeps the error code and description of an OAuth error answer, nothing else.
 func decodeFailure(endpoint string, status int, ctype string, body []byte) *oauthFailure {
-	f := &oauthFailure{Endpoint: endpoint, Status: status}
-	mt, _, _ := mime.ParseMediaType(ctype)
-	if mt == "application/json" || strings.HasSuffix(mt, "+json") || mt == "" {
-		var env struct {
-			Error string `json:"error"`
-			Desc  string `json:"error_description"`
-		}
-		if json.Unmarshal(body, &env) == nil {
-			f.Code, f.Desc = printable(env.Error, 64), printable(env.Desc, 200)
-		}
-	}
-	return f
-}
-
-// printable keeps at most n bytes of s, without control characters.
-func printable(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f {
-			return -1
-		}
-		return r
-	}, s)
-	if len(s) > n {
-		s = strings.ToValidUTF8(s[:n], "") + "…"
-	}
-	return s
+	e := auth.DecodeOAuthError(endpoint, status, ctype, body)
+	return &oauthFailure{Endpoint: e.Endpoint, Status: e.Status, Code: e.Code, Desc: e.Description}
 }

@@ -253,9 +253,14 @@ func freeAddr(t *testing.T) string {
 var metaRefreshURL = regexp.MustCompile(`http-equiv="refresh" content="0;url=([^"]+)"`)
 
 // scriptedFetcher is the browser part of the SDK's authorization flow, played by a scripted
-// browser: the proxy's consent page (Allow), the sandbox's sign-in and consent pages, and the
+// browser of its own: the proxy's consent page (Allow), the sandbox's sign-in page (signing in
+// as the account named account; "" is the first one, the demo user) and consent page, and the
 // proxy's page that returns to the client's redirect URI.
-func scriptedFetcher(sec *seenSecrets, consentPages *int) sdkauth.AuthorizationCodeFetcher {
+func scriptedFetcher(sec *seenSecrets, consentPages *int, account string) sdkauth.AuthorizationCodeFetcher {
+	signIn := "sign in"
+	if account != "" {
+		signIn = authtest.SignInButton(account)
+	}
 	b := authtest.New()
 	b.StopAtCallback = true
 	return func(_ context.Context, args *sdkauth.AuthorizationArgs) (*sdkauth.AuthorizationResult, error) {
@@ -283,7 +288,7 @@ func scriptedFetcher(sec *seenSecrets, consentPages *int) sdkauth.AuthorizationC
 			}
 			button := "allow"
 			if strings.Contains(p.Body, "Sign in as") {
-				button = "sign in"
+				button = signIn
 			} else if strings.Contains(p.Body, "wants to use cardwriter-mcp") && consentPages != nil {
 				*consentPages++
 			}
@@ -356,7 +361,7 @@ func TestHTTPProxyWithGoSDKClient(t *testing.T) {
 
 	rec := &recorder{sec: sec}
 	consentPages := 0
-	transport := oauthClient(t, srv.base, rec, scriptedFetcher(sec, &consentPages), "http://127.0.0.1:9/callback")
+	transport := oauthClient(t, srv.base, rec, scriptedFetcher(sec, &consentPages, ""), "http://127.0.0.1:9/callback")
 	cs, err := newClient().Connect(ctx, transport, nil)
 	if err != nil {
 		t.Fatalf("connect: %v\nserver logs:\n%s", err, srv.logs.String())
@@ -406,6 +411,127 @@ func TestHTTPProxyWithGoSDKClient(t *testing.T) {
 		if !strings.Contains(srv.logs.String(), want) {
 			t.Errorf("the server's logs lack %q", want)
 		}
+	}
+}
+
+// TestHTTPProxySessionOwner: in proxy mode, with the real MCP server behind it,
+// two card service users each sign in through the proxy (the Go SDK's authorization, a browser
+// each, choosing their account on the sandbox's sign-in page). An MCP session belongs to the user
+// who opened it: B's token with A's Mcp-Session-Id is refused on POST, GET and DELETE, as an
+// unknown session would be, while A's own calls go on; and B cannot reach A's card through a
+// tool of B's own session.
+func TestHTTPProxySessionOwner(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	sec := &seenSecrets{}
+	sb := startAuthSandbox(t, sec) // in-process, so that users can be added
+	adaToken, beaToken := "ada-card-service-token-0123456789", "bea-card-service-token-0123456789"
+	sec.add(adaToken, beaToken)
+	ada := sb.svc.AddUser(adaToken, "Ada Author")
+	bea := sb.svc.AddUser(beaToken, "Bea Builder")
+	addr := freeAddr(t)
+	srv := startServer(t, sec, "--addr", addr, "--public-url", "http://"+addr, "--api-host", sb.URL, "--state-dir", t.TempDir())
+
+	connect := func(account string, rec *recorder) *mcp.ClientSession {
+		t.Helper()
+		transport := oauthClient(t, srv.base, rec, scriptedFetcher(sec, nil, account), "http://127.0.0.1:9/callback")
+		cs, err := newClient().Connect(ctx, transport, nil)
+		if err != nil {
+			t.Fatalf("connect as %s: %v\nserver logs:\n%s", account, err, srv.logs.String())
+		}
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	recA, recB := &recorder{sec: sec}, &recorder{sec: sec}
+	csA := connect("Ada Author", recA)
+	if me := call(ctx, t, csA, "whoami", map[string]any{}, false); me["userId"] != ada {
+		t.Fatalf("A's whoami: %v, want %s", me, ada)
+	}
+	card := call(ctx, t, csA, "create_card", map[string]any{"roleName": "Ada's Secret Captain"}, false)
+	roleA, _ := card["roleId"].(string)
+	if roleA == "" {
+		t.Fatalf("create_card: %v", card)
+	}
+	csB := connect("Bea Builder", recB)
+	if me := call(ctx, t, csB, "whoami", map[string]any{}, false); me["userId"] != bea {
+		t.Fatalf("B's whoami: %v, want %s", me, bea)
+	}
+	tokA, tokB := recA.lastBearer(), recB.lastBearer()
+	sidA := csA.ID()
+	if tokA == "" || tokB == "" || tokA == tokB || sidA == "" || sidA == csB.ID() {
+		t.Fatalf("tokens or sessions not distinct (session ids %q, %q)", sidA, csB.ID())
+	}
+
+	// B's own session: A's card is not B's.
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"get_card", map[string]any{"roleId": roleA}},
+		{"write_card_document", map[string]any{"roleId": roleA, "sections": map[string]any{"description": "Taken over."}}},
+	} {
+		if out := call(ctx, t, csB, tc.tool, tc.args, true); out["error"] != "role_not_found" {
+			t.Errorf("B's %s of A's card: %v, want role_not_found", tc.tool, out)
+		}
+	}
+
+	// B's token with A's session id: refused before the MCP server sees it, with the answer an
+	// unknown session gets.
+	version := csA.InitializeResult().ProtocolVersion
+	send := func(method, token, sid, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequestWithContext(ctx, method, srv.base+"/mcp", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", version)
+		if method == http.MethodGet {
+			req.Header.Set("Accept", "text/event-stream")
+		} else {
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+		return resp.StatusCode, string(b)
+	}
+	getCard := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"get_card","arguments":{"roleId":"` + roleA + `"}}}`
+	unknownStatus, unknownBody := send(http.MethodPost, tokB, "no-such-session", getCard)
+	if unknownStatus != http.StatusNotFound {
+		t.Fatalf("an unknown session: %d %s", unknownStatus, unknownBody)
+	}
+	for _, tc := range []struct{ method, body string }{
+		{http.MethodPost, getCard},
+		{http.MethodPost, `{"jsonrpc":"2.0","id":8,"method":"tools/list"}`},
+		{http.MethodGet, ""},
+		{http.MethodDelete, ""},
+	} {
+		status, body := send(tc.method, tokB, sidA, tc.body)
+		if status != http.StatusNotFound || body != unknownBody || strings.Contains(body, "Secret Captain") {
+			t.Errorf("B's token with A's session, %s %.40s: %d %.300s, want 404 %s", tc.method, tc.body, status, body, unknownBody)
+		}
+	}
+	// And the other way round: A's token with B's session.
+	if status, body := send(http.MethodPost, tokA, csB.ID(), `{"jsonrpc":"2.0","id":9,"method":"tools/list"}`); status != http.StatusNotFound {
+		t.Errorf("A's token with B's session: %d %s", status, body)
+	}
+
+	// A's session is untouched: A's own raw request and A's client go on.
+	if status, body := send(http.MethodPost, tokA, sidA, getCard); status != http.StatusOK || !strings.Contains(body, "Secret Captain") {
+		t.Errorf("A's own request in A's session: %d %.300s", status, body)
+	}
+	if got := call(ctx, t, csA, "get_card", map[string]any{"roleId": roleA}, false); got["roleName"] != "Ada's Secret Captain" {
+		t.Errorf("A's get_card after B's attempts: %v", got)
+	}
+	if me := call(ctx, t, csB, "whoami", map[string]any{}, false); me["userId"] != bea {
+		t.Errorf("B's own session after the refusals: %v", me)
+	}
+	if !strings.Contains(srv.logs.String(), "the session is not this user's") {
+		t.Error("the server's logs do not record the refused session use")
 	}
 }
 

@@ -7,10 +7,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"image"
 	"image/color"
 	"image/png"
@@ -25,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cardwriter/cardwriter-mcp/tavern"
+	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
 )
 
 // cardPNG is a PNG card: a small image with a V3 card (extensions, a lorebook with extra
@@ -65,15 +64,7 @@ func cardPNG(t *testing.T) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := append([]byte("ccv3\x00"), base64.StdEncoding.EncodeToString(js)...)
-	chunk := make([]byte, 12+len(data))
-	binary.BigEndian.PutUint32(chunk, uint32(len(data)))
-	copy(chunk[4:], "tEXt")
-	copy(chunk[8:], data)
-	binary.BigEndian.PutUint32(chunk[8+len(data):], crc32.ChecksumIEEE(chunk[4:8+len(data)]))
-	p := buf.Bytes()
-	iend := bytes.LastIndex(p, []byte("IEND")) - 4
-	return append(append(append([]byte{}, p[:iend]...), chunk...), p[iend:]...)
+	return taverntest.InsertChunks(t, buf.Bytes(), taverntest.BeforeIEND, taverntest.TextChunk("ccv3", base64.StdEncoding.EncodeToString(js)))
 }
 
 // runCLI runs the binary and returns its stdout and stderr.

@@ -65,6 +65,31 @@ func (f *accountFlags) savedAPIHost(store *auth.Store) (string, error) {
 	return "", fmt.Errorf("signed in to several card services (%s): choose one with --api-host", strings.Join(hosts, ", "))
 }
 
+// savedSignIn parses the flags of a command about a saved sign-in (logout, whoami) and returns
+// its logger, the sign-in store and the API host: --api-host, or the only one signed in to. An
+// answered --help comes back as errHelp.
+func savedSignIn(name string, args []string, stderr io.Writer) (*slog.Logger, *auth.Store, string, error) {
+	fs := newFlagSet(name, name+" [--api-host URL]", stderr)
+	var f accountFlags
+	f.register(fs)
+	if err := parseFlags(fs, args, nil); err != nil {
+		return nil, nil, "", err
+	}
+	logger, err := f.logger(stderr)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	store, err := f.store()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	apiHost, err := f.savedAPIHost(store)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	return logger, store, apiHost, nil
+}
+
 func runLogin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("login", "login --api-host URL [--no-browser] [--timeout 5m]", stderr)
 	var f accountFlags

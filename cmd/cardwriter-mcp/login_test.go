@@ -12,7 +12,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -32,83 +31,37 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 )
 
-// lockedBuffer is a buffer safe for concurrent writers.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // oauthSandbox is the sandbox (API and OAuth server) on a loopback port, with a settable clock.
 type oauthSandbox struct {
 	URL        string
-	mu         sync.Mutex
-	now        time.Time
+	clock      *authtest.Clock
 	tokenCalls atomic.Int64
-	logs       lockedBuffer
-}
-
-func (s *oauthSandbox) clock() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.now
-}
-
-func (s *oauthSandbox) advance(d time.Duration) {
-	s.mu.Lock()
-	s.now = s.now.Add(d)
-	s.mu.Unlock()
+	logs       authtest.LogBuffer
 }
 
 func startOAuthSandbox(t *testing.T) *oauthSandbox {
 	t.Helper()
-	s := &oauthSandbox{now: time.Now()}
-	var h http.Handler
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.URL.Path == "/oauth/token" {
-			s.tokenCalls.Add(1)
-			time.Sleep(100 * time.Millisecond) // so that concurrent refreshes overlap
+	s := &oauthSandbox{clock: authtest.NewClock(time.Now())}
+	s.URL = authtest.Serve(t, func(url string) http.Handler {
+		svc, err := sandbox.New(sandbox.Options{BaseURL: url, Clock: s.clock.Now, CheckResponses: true,
+			Logger: slog.New(slog.NewJSONHandler(&s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+		if err != nil {
+			t.Fatal(err)
 		}
-		h.ServeHTTP(w, r)
-	}))
-	s.URL = "http://" + srv.Listener.Addr().String()
-	svc, err := sandbox.New(sandbox.Options{BaseURL: s.URL, Clock: s.clock, CheckResponses: true,
-		Logger: slog.New(slog.NewJSONHandler(&s.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h = svc.Handler()
-	srv.Start()
-	t.Cleanup(srv.Close)
+		h := svc.Handler()
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodPost && r.URL.Path == "/oauth/token" {
+				s.tokenCalls.Add(1)
+				time.Sleep(100 * time.Millisecond) // so that concurrent refreshes overlap
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
 	return s
 }
 
 // secrets collects the secrets a test saw, to look for them in every output.
-type secrets struct {
-	mu   sync.Mutex
-	list []string
-}
-
-func (s *secrets) add(v ...string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, x := range v {
-		if x != "" {
-			s.list = append(s.list, x)
-		}
-	}
-}
+type secrets struct{ authtest.Secrets }
 
 // addStore adds every token in the store.
 func (s *secrets) addStore(t *testing.T, dir string) {
@@ -119,28 +72,20 @@ func (s *secrets) addStore(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	for _, g := range d.Grants {
-		s.add(g.AccessToken.Reveal(), g.RefreshToken.Reveal())
+		s.Add(g.AccessToken.Reveal(), g.RefreshToken.Reveal())
 	}
 }
-
-var tokenShaped = regexp.MustCompile(`[A-Za-z0-9_-]{40,}`)
 
 // check fails when out holds a known secret; in log lines (JSON objects), anything
 // token-shaped fails too.
 func (s *secrets) check(t *testing.T, what, out string) {
 	t.Helper()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, x := range s.list {
-		if strings.Contains(out, x) {
-			t.Errorf("%s contains a secret (%.6s…)", what, x)
-		}
-	}
+	s.CheckKnown(t, what, out)
 	for _, line := range strings.Split(out, "\n") {
 		if !strings.HasPrefix(line, "{") {
 			continue
 		}
-		if m := tokenShaped.FindString(line); m != "" {
+		if m := authtest.TokenShaped.FindString(line); m != "" {
 			t.Errorf("%s: a log line holds a token-shaped string %.8s…: %.200s", what, m, line)
 		}
 	}
@@ -177,7 +122,7 @@ func loginWithBinary(t *testing.T, sb *oauthSandbox, dir string, sec *secrets, e
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var stderr lockedBuffer
+	var stderr authtest.LogBuffer
 	browserDone := make(chan error, 1)
 	scanned := make(chan struct{})
 	go func() {
@@ -225,7 +170,7 @@ func playBrowser(authURL string, sec *secrets) error {
 	if err != nil {
 		return err
 	}
-	sec.add(loc.Query().Get("code"))
+	sec.Add(loc.Query().Get("code"))
 	resp, err := http.Get(loc.String())
 	if err != nil {
 		return err
@@ -300,7 +245,7 @@ func TestStdioLoginEndToEnd(t *testing.T) {
 	defer cancel()
 	cmd := exec.Command(binPath, "stdio", "--api-host", sb.URL, "--log-level", "debug", "--log-format", "json")
 	cmd.Env = cleanEnv("CARDWRITER_CONFIG_DIR=" + dir)
-	var stdioErr lockedBuffer
+	var stdioErr authtest.LogBuffer
 	cmd.Stderr = &stdioErr
 	cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
@@ -322,12 +267,12 @@ func TestStdioLoginEndToEnd(t *testing.T) {
 
 	// The server's clock passes the access token's expiry: the next call is refused, the
 	// server refreshes once and retries, and the rotated refresh token is saved.
-	sb.advance(2 * time.Hour)
+	sb.clock.Advance(2 * time.Hour)
 	if out, isErr := toolText(ctx, t, cs, "get_card", map[string]any{"roleId": roleID[1]}); isErr {
 		t.Fatalf("get_card after the access token expired: %s", out)
 	}
 	refreshed := grant(t, dir, sb.URL)
-	sec.add(refreshed.AccessToken.Reveal(), refreshed.RefreshToken.Reveal())
+	sec.Add(refreshed.AccessToken.Reveal(), refreshed.RefreshToken.Reveal())
 	if refreshed.AccessToken == first.AccessToken || refreshed.RefreshToken == first.RefreshToken || refreshed.RefreshedAt.IsZero() {
 		t.Error("the refreshed tokens were not saved")
 	}

@@ -9,23 +9,9 @@ import (
 )
 
 func runLogout(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("logout", "logout [--api-host URL]", stderr)
-	var f accountFlags
-	f.register(fs)
-	if err := parseFlags(fs, args, nil); err != nil {
+	logger, store, apiHost, err := savedSignIn("logout", args, stderr)
+	if err != nil {
 		return helpOK(err)
-	}
-	logger, err := f.logger(stderr)
-	if err != nil {
-		return err
-	}
-	store, err := f.store()
-	if err != nil {
-		return err
-	}
-	apiHost, err := f.savedAPIHost(store)
-	if err != nil {
-		return err
 	}
 	res, err := auth.Logout(ctx, store, apiHost, nil, logger)
 	if err != nil {

@@ -13,23 +13,9 @@ import (
 )
 
 func runWhoami(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("whoami", "whoami [--api-host URL]", stderr)
-	var f accountFlags
-	f.register(fs)
-	if err := parseFlags(fs, args, nil); err != nil {
+	logger, store, apiHost, err := savedSignIn("whoami", args, stderr)
+	if err != nil {
 		return helpOK(err)
-	}
-	logger, err := f.logger(stderr)
-	if err != nil {
-		return err
-	}
-	store, err := f.store()
-	if err != nil {
-		return err
-	}
-	apiHost, err := f.savedAPIHost(store)
-	if err != nil {
-		return err
 	}
 	me, src, err := whoamiCall(ctx, store, apiHost, logger)
 	if errors.Is(err, auth.ErrNotSignedIn) {

@@ -1,9 +1,15 @@
-package tavern
+package taverntest
 
-// Fixture cards and lorebooks, built as JSON-shaped values (no binary blobs).
+// Fixture cards and lorebooks, built as JSON-shaped values (no binary blobs). Each call returns a
+// fresh value, which a test may change.
 
-// v1Card is a V1 card as old TavernAI files have it, with extra top-level fields.
-func v1Card() map[string]any {
+import "encoding/json"
+
+// N is a json.Number literal, as decoded values hold numbers.
+func N(s string) json.Number { return json.Number(s) }
+
+// V1Card is a V1 card as old TavernAI files have it, with extra top-level fields.
+func V1Card() map[string]any {
 	return map[string]any{
 		"name":          "Mira",
 		"description":   "A lighthouse keeper on a storm coast.",
@@ -18,9 +24,9 @@ func v1Card() map[string]any {
 	}
 }
 
-// v2CardST is a V2 card the way SillyTavern exports one: the V1 fields copied beside data, a
+// V2Card is a V2 card the way SillyTavern exports one: the V1 fields copied beside data, a
 // character_book converted from World Info (with null "use global" options), extensions.
-func v2CardST() map[string]any {
+func V2Card() map[string]any {
 	data := map[string]any{
 		"name":                      "Captain Vey",
 		"description":               "Captain of the *Gull*, a smuggler's sloop.",
@@ -39,34 +45,34 @@ func v2CardST() map[string]any {
 			"talkativeness": "0.5",
 			"fav":           false,
 			"world":         "Gull lore",
-			"depth_prompt":  map[string]any{"prompt": "Vey hums sea shanties.", "depth": n("4"), "role": "system"},
+			"depth_prompt":  map[string]any{"prompt": "Vey hums sea shanties.", "depth": N("4"), "role": "system"},
 		},
 		"character_book": map[string]any{
 			"name": "Gull lore",
 			"entries": []any{
 				map[string]any{
-					"id":              n("0"),
+					"id":              N("0"),
 					"keys":            []any{"kraken", "sea monster"},
 					"secondary_keys":  []any{"storm"},
 					"comment":         "The kraken",
 					"content":         "A kraken haunts the Shoals.",
 					"constant":        false,
 					"selective":       true,
-					"insertion_order": n("100"),
+					"insertion_order": N("100"),
 					"enabled":         true,
 					"position":        "before_char",
 					"use_regex":       true,
 					"extensions": map[string]any{
-						"position":              n("0"),
+						"position":              N("0"),
 						"exclude_recursion":     false,
-						"display_index":         n("0"),
-						"probability":           n("100"),
+						"display_index":         N("0"),
+						"probability":           N("100"),
 						"useProbability":        true,
-						"depth":                 n("4"),
-						"selectiveLogic":        n("0"),
+						"depth":                 N("4"),
+						"selectiveLogic":        N("0"),
 						"group":                 "",
 						"group_override":        false,
-						"group_weight":          n("100"),
+						"group_weight":          N("100"),
 						"prevent_recursion":     false,
 						"delay_until_recursion": false,
 						"scan_depth":            nil,
@@ -74,7 +80,7 @@ func v2CardST() map[string]any {
 						"use_group_scoring":     false,
 						"case_sensitive":        nil,
 						"automation_id":         "",
-						"role":                  n("0"),
+						"role":                  N("0"),
 						"vectorized":            false,
 						"sticky":                nil,
 						"cooldown":              nil,
@@ -82,24 +88,24 @@ func v2CardST() map[string]any {
 					},
 				},
 				map[string]any{
-					"id":              n("1"),
+					"id":              N("1"),
 					"keys":            []any{"customs"},
 					"secondary_keys":  []any{"bribe", "papers"},
 					"comment":         "Customs",
 					"content":         "The cutter's captain takes bribes.",
 					"constant":        false,
 					"selective":       true,
-					"insertion_order": n("90"),
+					"insertion_order": N("90"),
 					"enabled":         true,
 					"position":        "after_char",
 					"use_regex":       true,
 					"extensions": map[string]any{
-						"position":          n("4"),
-						"depth":             n("2"),
-						"selectiveLogic":    n("3"),
+						"position":          N("4"),
+						"depth":             N("2"),
+						"selectiveLogic":    N("3"),
 						"match_whole_words": true,
 						"case_sensitive":    false,
-						"probability":       n("80"),
+						"probability":       N("80"),
 						"group":             "law",
 					},
 				},
@@ -126,9 +132,10 @@ func v2CardST() map[string]any {
 	}
 }
 
-// v3Card is a canonical CCv3 card (every field our writer writes is present), with emoji and CJK
-// text and the V3-only fields.
-func v3Card() map[string]any {
+// V3Card is a canonical CCv3 card (every field tavern's writer writes is present), with emoji and
+// CJK text, the V3-only fields, a lorebook with settings, regex and CJK keys, and unknown fields at
+// every level.
+func V3Card() map[string]any {
 	return map[string]any{
 		"spec":         "chara_card_v3",
 		"spec_version": "3.0",
@@ -146,26 +153,26 @@ func v3Card() map[string]any {
 			"character_book": map[string]any{
 				"name":               "東海",
 				"description":        "Lore of the eastern sea",
-				"scan_depth":         n("8"),
-				"token_budget":       n("1024"),
+				"scan_depth":         N("8"),
+				"token_budget":       N("1024"),
 				"recursive_scanning": true,
 				"extensions":         map[string]any{"risu_fullWordMatching": true},
 				"entries": []any{
 					map[string]any{
-						"id":              n("7"),
+						"id":              N("7"),
 						"keys":            []any{"龍宮", "palace"},
 						"secondary_keys":  []any{},
 						"comment":         "comment differs from name",
 						"content":         "龍宮は海底にある。🏯",
 						"constant":        false,
 						"selective":       false,
-						"insertion_order": n("10"),
+						"insertion_order": N("10"),
 						"enabled":         true,
 						"position":        "before_char",
 						"use_regex":       false,
-						"extensions":      map[string]any{"cardwriter/category": "places", "depth": n("4")},
+						"extensions":      map[string]any{"cardwriter/category": "places", "depth": N("4")},
 						"name":            "Dragon palace",
-						"priority":        n("5"),
+						"priority":        N("5"),
 						"case_sensitive":  true,
 					},
 					map[string]any{
@@ -175,7 +182,7 @@ func v3Card() map[string]any {
 						"content":         "The pearl of tides.",
 						"constant":        false,
 						"selective":       false,
-						"insertion_order": n("2.5"),
+						"insertion_order": N("2.5"),
 						"enabled":         true,
 						"extensions":      map[string]any{},
 						"name":            "Pearl (inactive secondary)",
@@ -186,11 +193,11 @@ func v3Card() map[string]any {
 						"comment":         "Always on",
 						"content":         "The sea is always present.",
 						"constant":        true,
-						"insertion_order": n("0"),
+						"insertion_order": N("0"),
 						"enabled":         false,
-						"extensions":      map[string]any{"selectiveLogic": n("2"), "match_whole_words": false},
+						"extensions":      map[string]any{"selectiveLogic": N("2"), "match_whole_words": false},
 						"name":            "Always on",
-						"priority":        n("-3"),
+						"priority":        N("-3"),
 						"x_unknown_entry": map[string]any{"kept": true},
 					},
 				},
@@ -198,26 +205,26 @@ func v3Card() map[string]any {
 			"tags":                       []any{"dragon", "東洋", "🐉"},
 			"creator":                    "海の人",
 			"character_version":          "3.1",
-			"extensions":                 map[string]any{"depth_prompt": map[string]any{"prompt": "潮の香り", "depth": n("4")}},
+			"extensions":                 map[string]any{"depth_prompt": map[string]any{"prompt": "潮の香り", "depth": N("4")}},
 			"group_only_greetings":       []any{"龍王 addresses the group."},
 			"assets":                     []any{map[string]any{"type": "icon", "uri": "ccdefault:", "name": "main", "ext": "png"}},
 			"nickname":                   "Ryū",
 			"creator_notes_multilingual": map[string]any{"ja": "日本語のメモ", "en": "English note"},
 			"source":                     []any{"https://example.com/ryuo"},
-			"creation_date":              n("1700000000"),
-			"modification_date":          n("1700000500"),
-			"x_unknown_data":             []any{n("1"), "two", nil},
+			"creation_date":              N("1700000000"),
+			"modification_date":          N("1700000500"),
+			"x_unknown_data":             []any{N("1"), "two", nil},
 		},
 		"x_root_field": "kept at the top",
 	}
 }
 
-// sloppyCard has the types real files get wrong: strings for arrays, "true" for booleans,
-// numbers as strings, null extensions.
-func sloppyCard() map[string]any {
+// SloppyCard has the types real files get wrong: strings for arrays, "true" for booleans,
+// numbers as strings, null extensions, a null entry, a book without a name.
+func SloppyCard() map[string]any {
 	return map[string]any{
 		"spec":         "chara_card_v2",
-		"spec_version": n("2"),
+		"spec_version": N("2"),
 		"data": map[string]any{
 			"name":                "Sloppy",
 			"description":         "desc",
@@ -225,7 +232,7 @@ func sloppyCard() map[string]any {
 			"alternate_greetings": "only one, with a comma",
 			"tags":                "a, b ,c",
 			"creator":             nil,
-			"character_version":   n("2"),
+			"character_version":   N("2"),
 			"extensions":          nil,
 			"character_book": map[string]any{
 				"extensions": nil,
@@ -234,7 +241,7 @@ func sloppyCard() map[string]any {
 						"keys":            "alpha, beta",
 						"secondary_keys":  "gamma",
 						"selective":       "true",
-						"content":         n("42"),
+						"content":         N("42"),
 						"enabled":         "true",
 						"constant":        "false",
 						"insertion_order": "100",
@@ -242,12 +249,12 @@ func sloppyCard() map[string]any {
 						"extensions":      nil,
 					},
 					map[string]any{
-						"keys":    []any{"delta", nil, n("5")},
+						"keys":    []any{"delta", nil, N("5")},
 						"content": "no enabled field",
 						"extensions": map[string]any{
 							"selectiveLogic":    "1",
 							"case_sensitive":    "true",
-							"match_whole_words": n("1"),
+							"match_whole_words": N("1"),
 						},
 					},
 					nil,
@@ -257,9 +264,9 @@ func sloppyCard() map[string]any {
 	}
 }
 
-// worldInfo is a SillyTavern World Info file: entries keyed by uid (in an order that is not sorted),
+// WorldInfo is a SillyTavern World Info file: entries keyed by uid (in an order that is not sorted),
 // SillyTavern's field names, null "use global" options.
-func worldInfo() string {
+func WorldInfo() string {
 	return `{
   "entries": {
     "3": {
@@ -287,4 +294,22 @@ func worldInfo() string {
   "name": "Shoals",
   "originalData": {"name": "Shoals (original)", "scan_depth": 6, "entries": [{"keys": ["stale"]}]}
 }`
+}
+
+// Lorebook is a standalone lorebook_v3 file.
+func Lorebook() map[string]any {
+	return map[string]any{
+		"spec": "lorebook_v3",
+		"data": map[string]any{
+			"name": "Harbour lore", "description": "Docks, taverns and tides.", "scan_depth": N("4"),
+			"extensions": map[string]any{"note": "from a lorebook file"},
+			"entries": []any{
+				map[string]any{"keys": []any{"dock", "pier"}, "content": "The docks never sleep.", "enabled": true,
+					"insertion_order": N("20"), "name": "Docks", "extensions": map[string]any{"depth": N("3")}},
+				map[string]any{"keys": []any{"/ale|mead/i"}, "content": "The Salty Cup serves both.", "enabled": true,
+					"insertion_order": N("10"), "name": "Tavern", "case_sensitive": false,
+					"extensions": map[string]any{"match_whole_words": true, "selectiveLogic": N("0")}},
+			},
+		},
+	}
 }
