@@ -3,7 +3,6 @@ package schema
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -21,8 +20,8 @@ var toolSchemas []byte
 func ToolSchemas() []byte { return bytes.Clone(toolSchemas) }
 
 var toolsTree = sync.OnceValues(func() (any, error) {
-	var v any
-	if err := json.Unmarshal(toolSchemas, &v); err != nil {
+	v, err := DecodeJSON(toolSchemas) // as tree(): numbers as json.Number
+	if err != nil {
 		return nil, fmt.Errorf("parse tools.json: %w", err)
 	}
 	return v, nil
