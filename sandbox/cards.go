@@ -15,11 +15,8 @@ const (
 	reviewPending     = "pending"
 )
 
-// card is a stored card.
-type card struct {
-	ID                  string       `json:"id"`
-	Owner               string       `json:"owner"`
-	Seq                 int64        `json:"seq"`
+// cardFields are the fields a stored card and the contract's Card share, under the same names.
+type cardFields struct {
 	RoleName            string       `json:"roleName"`
 	RoleDesc            string       `json:"roleDesc"`
 	RoleWelcome         string       `json:"roleWelcome"`
@@ -34,7 +31,15 @@ type card struct {
 	AvatarImageID       string       `json:"avatarImageId"`
 	BackgroundImageID   string       `json:"backgroundImageId"`
 	Sections            cardSections `json:"sections"`
-	LastUpdate          time.Time    `json:"lastUpdate"`
+}
+
+// card is a stored card.
+type card struct {
+	ID    string `json:"id"`
+	Owner string `json:"owner"`
+	Seq   int64  `json:"seq"`
+	cardFields
+	LastUpdate time.Time `json:"lastUpdate"`
 }
 
 // cardSections holds the seven text sections; every key is always present.
@@ -86,33 +91,15 @@ func orEmpty(list []string) []string {
 
 // cardView is the contract's Card as getCard returns it.
 type cardView struct {
-	RoleID              string       `json:"roleId"`
-	RoleName            string       `json:"roleName"`
-	RoleDesc            string       `json:"roleDesc"`
-	RoleWelcome         string       `json:"roleWelcome"`
-	WelcomeAlternates   []string     `json:"welcomeAlternates"`
-	Prologue            []string     `json:"prologue"`
-	RoleVisibility      string       `json:"roleVisibility"`
-	ReviewStatus        string       `json:"reviewStatus"`
-	Tags                []string     `json:"tags"`
-	Language            string       `json:"language"`
-	CardType            string       `json:"cardType"`
-	ContentRatingIntent string       `json:"contentRatingIntent"`
-	AvatarImageID       string       `json:"avatarImageId"`
-	BackgroundImageID   string       `json:"backgroundImageId"`
-	Sections            cardSections `json:"sections"`
-	LastUpdateTime      string       `json:"lastUpdateTime"`
+	RoleID string `json:"roleId"`
+	cardFields
+	LastUpdateTime string `json:"lastUpdateTime"`
 }
 
 func (c *card) view() cardView {
-	return cardView{
-		RoleID: c.ID, RoleName: c.RoleName, RoleDesc: c.RoleDesc, RoleWelcome: c.RoleWelcome,
-		WelcomeAlternates: orEmpty(c.WelcomeAlternates), Prologue: orEmpty(c.Prologue),
-		RoleVisibility: c.RoleVisibility, ReviewStatus: c.ReviewStatus, Tags: orEmpty(c.Tags),
-		Language: c.Language, CardType: c.CardType, ContentRatingIntent: c.ContentRatingIntent,
-		AvatarImageID: c.AvatarImageID, BackgroundImageID: c.BackgroundImageID, Sections: c.Sections,
-		LastUpdateTime: rfc3339(c.LastUpdate),
-	}
+	v := cardView{RoleID: c.ID, cardFields: c.cardFields, LastUpdateTime: rfc3339(c.LastUpdate)}
+	v.WelcomeAlternates, v.Prologue, v.Tags = orEmpty(c.WelcomeAlternates), orEmpty(c.Prologue), orEmpty(c.Tags)
+	return v
 }
 
 // cardOf returns the user's card; another user's card is reported exactly like a missing one.
@@ -190,12 +177,11 @@ func (s *Service) createCard(rq *request) (int, any, error) {
 	for s.st.Cards[id] != nil {
 		id = newID("r_")
 	}
-	c := &card{
-		ID: id, Owner: rq.userID, Seq: s.st.nextSeq(), RoleName: in.RoleName,
-		WelcomeAlternates: []string{}, Prologue: []string{}, Tags: []string{},
+	c := &card{ID: id, Owner: rq.userID, Seq: s.st.nextSeq(), cardFields: cardFields{
+		RoleName: in.RoleName, WelcomeAlternates: []string{}, Prologue: []string{}, Tags: []string{},
 		RoleVisibility: visibilityPrivate, ReviewStatus: reviewDraft,
 		Language: in.Language, CardType: in.CardType, ContentRatingIntent: in.ContentRatingIntent,
-	}
+	}}
 	s.st.Cards[id] = c
 	if in.IdempotencyKey != "" {
 		if s.st.Idempotency[rq.userID] == nil {
