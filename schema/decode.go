@@ -244,23 +244,8 @@ func (p *fastParser) strSlow(start int) (any, bool) {
 			return nil, false
 		}
 		switch e := p.b[p.i+1]; e {
-		case '"', '\\', '/':
-			out = append(out, e)
-			p.i += 2
-		case 'b':
-			out = append(out, '\b')
-			p.i += 2
-		case 'f':
-			out = append(out, '\f')
-			p.i += 2
-		case 'n':
-			out = append(out, '\n')
-			p.i += 2
-		case 'r':
-			out = append(out, '\r')
-			p.i += 2
-		case 't':
-			out = append(out, '\t')
+		case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			out = append(out, simpleEscapes[e])
 			p.i += 2
 		case 'u':
 			r, ok := hex4(p.b[p.i+2:])
@@ -323,3 +308,6 @@ func fixUTF8(out, s []byte) []byte {
 	}
 	return out
 }
+
+// simpleEscapes maps the letter after a backslash to the byte it stands for.
+var simpleEscapes = [256]byte{'"': '"', '\\': '\\', '/': '/', 'b': '\b', 'f': '\f', 'n': '\n', 'r': '\r', 't': '\t'}
