@@ -213,18 +213,41 @@ func successResult(summary string, out map[string]any, raw json.RawMessage) *mcp
 	}
 }
 
-// errorResult is a tool result with isError: the text is the envelope's message (written to be
-// shown verbatim), structuredContent the envelope itself, and the envelope as JSON follows the
-// message when it carries a detail (such as the index of a failing op).
+// errorResult is a tool result with isError: a first text block with the envelope's message
+// (written to be shown verbatim), a second with the whole envelope as JSON, and no
+// structuredContent. The MCP spec asks structured results to conform to the tool's output
+// schema, and the official TypeScript SDK client validates any structuredContent it gets, error
+// or not, throwing -32602 when it does not match: an envelope there would hide the message from
+// the model in most hosts.
 func errorResult(env map[string]any) *mcp.CallToolResult {
 	msg, _ := env["message"].(string)
-	content := []mcp.Content{mcp.NewTextContent(msg)}
-	if _, ok := env["detail"]; ok {
-		if data, err := json.Marshal(env); err == nil {
-			content = append(content, mcp.NewTextContent(string(data)))
-		}
+	data, err := json.Marshal(env)
+	if err != nil {
+		// An envelope is strings, booleans and decoded JSON: this cannot fail, but never
+		// answer without the message.
+		data = []byte(`{"error":"internal","message":"cardwriter-mcp could not encode its error envelope.","retryable":false}`)
 	}
-	return &mcp.CallToolResult{Content: content, StructuredContent: env, IsError: true}
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{mcp.NewTextContent(msg), mcp.NewTextContent(string(data))},
+		IsError: true,
+	}
+}
+
+// ErrorEnvelope returns the error envelope {error, message, retryable, detail?} of a result
+// with isError, read from its second text block; ok is false for any other result.
+func ErrorEnvelope(res *mcp.CallToolResult) (env map[string]any, ok bool) {
+	if res == nil || !res.IsError || len(res.Content) < 2 {
+		return nil, false
+	}
+	tc, isText := res.Content[1].(mcp.TextContent)
+	if !isText {
+		return nil, false
+	}
+	env, err := decodeObject(json.RawMessage(tc.Text))
+	if err != nil {
+		return nil, false
+	}
+	return env, true
 }
 
 func compactJSON(raw json.RawMessage) string {

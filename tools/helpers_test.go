@@ -109,16 +109,22 @@ func (e *env) ok(name, args string) map[string]any {
 	return sc.(map[string]any)
 }
 
-// fail invokes a tool that must answer isError and returns its structured content (the envelope).
+// fail invokes a tool that must answer isError and returns its error envelope.
 func (e *env) fail(name, args string) (map[string]any, string) {
 	e.t.Helper()
 	res := e.call(name, args)
 	if !res.IsError {
 		e.t.Fatalf("%s(%s): want isError, got success: %s", name, args, text(res))
 	}
-	env, ok := structured(e.t, res).(map[string]any)
+	if res.StructuredContent != nil || len(res.RawStructuredContent) > 0 {
+		e.t.Fatalf("%s: an error result carries structuredContent (it must validate against the output schema, so errors have none)", name)
+	}
+	env, ok := ErrorEnvelope(res)
 	if !ok {
-		e.t.Fatalf("%s: error without an envelope", name)
+		e.t.Fatalf("%s: error without an envelope as its second text block: %s", name, text(res))
+	}
+	if _, ok := env["retryable"].(bool); !ok {
+		e.t.Fatalf("%s: envelope without a boolean retryable: %v", name, env)
 	}
 	if msg, _ := env["message"].(string); msg == "" || firstText(res) != msg {
 		e.t.Fatalf("%s: text %q is not the envelope's message %q", name, firstText(res), msg)

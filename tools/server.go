@@ -206,7 +206,7 @@ func notifyClient(ctx context.Context, tool string, d time.Duration, code string
 	data := map[string]any{"tool": tool, "outcome": code, "durationMs": d.Milliseconds()}
 	level := mcp.LoggingLevelInfo
 	if code != "ok" {
-		if env, ok := res.StructuredContent.(map[string]any); ok {
+		if env, ok := ErrorEnvelope(res); ok {
 			data["message"] = env["message"]
 		}
 		switch code {

@@ -574,8 +574,8 @@ func TestFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			env, _ := structured(t, res).(map[string]any)
-			if !res.IsError || env["error"] != tt.code || env["retryable"] != tt.retryable || firstText(res) != env["message"] {
+			env, _ := ErrorEnvelope(res)
+			if !res.IsError || res.StructuredContent != nil || env["error"] != tt.code || env["retryable"] != tt.retryable || firstText(res) != env["message"] {
 				t.Errorf("result: isError %v, envelope %v", res.IsError, env)
 			}
 			mu.Lock()

@@ -156,6 +156,24 @@ func call(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string,
 		t.Fatalf("%s: isError = %v, want %v; content: %s", name, res.IsError, wantErr, text(res))
 	}
 	var out map[string]any
+	if wantErr {
+		// An error result has no structuredContent (it would have to match the output
+		// schema): the message, then the envelope as JSON.
+		if res.StructuredContent != nil {
+			t.Fatalf("%s: an error result carries structuredContent: %v", name, res.StructuredContent)
+		}
+		if len(res.Content) != 2 {
+			t.Fatalf("%s: error result has %d content blocks, want the message and the envelope", name, len(res.Content))
+		}
+		env, _ := res.Content[1].(*mcp.TextContent)
+		if env == nil || json.Unmarshal([]byte(env.Text), &out) != nil {
+			t.Fatalf("%s: the second block is not the envelope as JSON; content: %s", name, text(res))
+		}
+		if msg, _ := res.Content[0].(*mcp.TextContent); msg == nil || msg.Text != out["message"] {
+			t.Fatalf("%s: the first block is not the envelope's message; content: %s", name, text(res))
+		}
+		return out
+	}
 	raw, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(raw, &out)
 	if out == nil {

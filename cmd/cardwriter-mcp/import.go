@@ -189,21 +189,21 @@ func callTool(ctx context.Context, b *backend, name string, args map[string]any,
 	if err != nil {
 		return nil, nil, err
 	}
+	if res.IsError {
+		msg := firstText(res)
+		if env, ok := tools.ErrorEnvelope(res); ok {
+			if d, ok := env["detail"]; ok {
+				if js, err := json.Marshal(d); err == nil {
+					msg += "\ndetail: " + string(js)
+				}
+			}
+			return res, env, errors.New(msg)
+		}
+		return res, nil, errors.New(msg)
+	}
 	var sc map[string]any
 	if raw, err := json.Marshal(res.StructuredContent); err == nil {
 		_ = json.Unmarshal(raw, &sc)
-	}
-	if res.IsError {
-		msg, _ := sc["message"].(string)
-		if msg == "" {
-			msg = firstText(res)
-		}
-		if d, ok := sc["detail"]; ok {
-			if js, err := json.Marshal(d); err == nil {
-				msg += "\ndetail: " + string(js)
-			}
-		}
-		return res, sc, errors.New(msg)
 	}
 	return res, sc, nil
 }
