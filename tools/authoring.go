@@ -25,8 +25,10 @@ func authoringTools() []Tool {
 				"might repeat the call yourself.\n\n" +
 				`Example: {"roleName":"Captain Mira Vale","language":"en","idempotencyKey":"mira-vale-1"}`,
 			Operation: "createCard",
-			// Not destructive (it only adds a card); idempotent because of its idempotency key.
-			Annotations: hints(false, false, true, true),
+			// Not destructive (it only adds a card). Not idempotent: two calls with the same
+			// arguments and no idempotencyKey make two cards (the key picked per call only
+			// makes the call's own retries safe).
+			Annotations: addHints(),
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Card %s is ready to write (%s, %s).", str(out, "roleId"), str(out, "roleVisibility"), str(out, "reviewStatus"))
 			},

@@ -34,12 +34,15 @@ func tavernTools() []Tool {
 				"another clientKey to make a separate copy). If a step fails after the card was created, the error names what " +
 				"was created (detail.roleId, detail.worldbookId) and the step that failed; run the same import again to finish " +
 				"it, nothing is created twice. " +
-				"mode trial creates or replaces the trial card named clientKey (required then) instead: trial worldbooks are " +
-				"native, so the entries' tavern matchOptions cannot be held there and are kept aside too.\n\n" +
+				"mode trial creates the trial card named clientKey (required then) instead: trial worldbooks are " +
+				"native, so the entries' tavern matchOptions cannot be held there and are kept aside too. A live trial of that " +
+				"clientKey is replaced only when it was imported from the same file; any other is refused with conflict " +
+				"(delete it with delete_trial_card first, or pick another clientKey).\n\n" +
 				`Example: {"source":{"path":"/home/me/cards/Captain Vey.png"}}`,
-			// Destructive: in trial mode it replaces the trial stored under clientKey. Idempotent: the
-			// same file gives the same card, and a repeated import creates nothing more.
-			Annotations: hints(false, true, true, true),
+			// Not destructive: it only adds a card, or a trial under a clientKey no other trial holds
+			// (refuseOtherTrial). Idempotent: the same file gives the same card, and a repeated
+			// import creates nothing more.
+			Annotations: hints(false, false, true, true),
 			Handler:     importTavernCard,
 			Summary:     summarizeCardImport,
 		},

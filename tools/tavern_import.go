@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/tavern"
@@ -499,6 +500,31 @@ func someSections(s map[string]string) *upstream.CardSections {
 	return &all
 }
 
+// refuseOtherTrial keeps a trial import additive: it refuses to replace a live trial card named
+// clientKey unless that trial is this same file's earlier import (so a repeated import finishes
+// or repeats it, and changes nothing else).
+func refuseOtherTrial(ctx context.Context, c *Call, keys asideKeys, clientKey, sha string) error {
+	_, err := c.Client.GetTrialCard(ctx, clientKey)
+	var apiErr *upstream.Error
+	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var rec trialRecord
+	ok, err := loadRecord(ctx, c.Aside, keys.trial(clientKey), &rec)
+	if err != nil {
+		return err
+	}
+	if ok && rec.Source.SHA256 == sha {
+		return nil
+	}
+	return &Failure{Code: "conflict", Detail: map[string]any{"argument": "clientKey", "clientKey": clientKey},
+		Message: fmt.Sprintf("A trial card named %q already exists and was not imported from this file; "+
+			"delete it with delete_trial_card first, or import under another clientKey.", clientKey)}
+}
+
 func nonNilStrings(s []string) []string {
 	if s == nil {
 		return []string{}
@@ -517,6 +543,9 @@ func importTrial(ctx context.Context, c *Call, card *tavern.Card, format tavern.
 	}
 	keys, err := asideKeysFor(ctx, c.Client)
 	if err != nil {
+		return nil, err
+	}
+	if err := refuseOtherTrial(ctx, c, keys, clientKey, sha); err != nil {
 		return nil, err
 	}
 	left := card.Leftovers()

@@ -537,12 +537,28 @@ func TestTavernTrialMode(t *testing.T) {
 	if got["worldbook"].(map[string]any)["entries"] != json.Number("3") {
 		t.Errorf("get_trial_card: %v", got)
 	}
-	// The same key again replaces it.
-	res = importCard(t, e, mustJSON(t, taverntest.V1Card()), map[string]any{"mode": "trial", "clientKey": "ryuo-try"})
-	if res["trial"].(map[string]any)["created"] != false || res["entryCount"] != json.Number("0") {
+	// The same file again repeats the import: the trial is updated, nothing more is made.
+	res = importCard(t, e, file, map[string]any{"mode": "trial", "clientKey": "ryuo-try"})
+	if res["trial"].(map[string]any)["created"] != false || res["entryCount"] != json.Number("3") {
 		t.Errorf("re-import trial: %v", res)
 	}
-	if n := len(e.ok("list_trial_cards", `{}`)["list"].([]any)); n != 1 {
+	// Another file under the same key would replace a trial it did not make: refused, and the
+	// trial is left as it was.
+	env, msg = e.fail("import_tavern_card", jsonArg(t, map[string]any{"source": map[string]any{"dataBase64": b64(mustJSON(t, taverntest.V1Card()))},
+		"mode": "trial", "clientKey": "ryuo-try"}))
+	if env["error"] != "conflict" || !strings.Contains(msg, "delete_trial_card") {
+		t.Errorf("another file under the same key: %v", env)
+	}
+	if got := e.ok("get_trial_card", `{"clientKey":"ryuo-try"}`); got["worldbook"].(map[string]any)["entries"] != json.Number("3") {
+		t.Errorf("the refused import changed the trial: %v", got)
+	}
+	// So would a trial made by upsert_trial_card.
+	e.ok("upsert_trial_card", `{"clientKey":"by-hand","card":{"roleName":"By hand"}}`)
+	if env, _ := e.fail("import_tavern_card", jsonArg(t, map[string]any{"source": map[string]any{"dataBase64": b64(file)},
+		"mode": "trial", "clientKey": "by-hand"})); env["error"] != "conflict" {
+		t.Errorf("import over a hand-made trial: %v", env)
+	}
+	if n := len(e.ok("list_trial_cards", `{}`)["list"].([]any)); n != 2 {
 		t.Errorf("%d trial cards", n)
 	}
 	big := bigBook(501)

@@ -95,7 +95,7 @@ func (t Tool) MCPTool() mcp.Tool {
 //     visibility to private and submitting for review are not destructive. Always false for
 //     read-only tools.
 //   - idempotent: true when repeating the same call changes nothing more: reads, replacements,
-//     deletes, and create_card (its idempotency key makes a repeat return the same card).
+//     deletes. Not create_card: without a key of the caller's, a repeat makes a second card.
 //   - openWorld: true everywhere: every tool talks to the card service.
 func hints(readOnly, destructive, idempotent, openWorld bool) mcp.ToolAnnotation {
 	return mcp.ToolAnnotation{
