@@ -104,10 +104,11 @@ func (d *document) prefix() string {
 // contract is replaced by the schema it names (folded into allOf when it has siblings), and the
 // contract's vendor extensions (x-*) are dropped. MCP clients and model providers do not fetch
 // references, so advertised schemas must not contain any.
-func Inline(pointer string) (map[string]any, error) { return contractDoc.inlineAt(pointer) }
+func Inline(pointer string) (map[string]any, error) { return contractDoc.inlineAt(pointer, false) }
 
 // inlineAt is Inline for a pointer into the document d; $refs may lead into the other document.
-func (d *document) inlineAt(pointer string) (map[string]any, error) {
+// keepMarkers keeps the guess markers (x-assumed, x-needed) for Tolerant.
+func (d *document) inlineAt(pointer string, keepMarkers bool) (map[string]any, error) {
 	v, err := d.resolve(pointer)
 	if err != nil {
 		return nil, err
@@ -117,6 +118,9 @@ func (d *document) inlineAt(pointer string) (map[string]any, error) {
 		return nil, fmt.Errorf("inline %s%s: %w", d.prefix(), pointer, err)
 	}
 	m, ok := out.(map[string]any)
+	if ok && !keepMarkers {
+		m = withoutMarkers(m).(map[string]any)
+	}
 	if !ok {
 		return nil, fmt.Errorf("inline %s%s: not an object schema", d.prefix(), pointer)
 	}
@@ -140,7 +144,7 @@ func inline(v any, doc *document, seen []string) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if strings.HasPrefix(k, "x-") || k == "$ref" {
+			if (strings.HasPrefix(k, "x-") && !guessMarkers[k]) || k == "$ref" {
 				continue
 			}
 			r, err := inline(e, doc, seen)
@@ -197,7 +201,7 @@ var annotationKeys = map[string]bool{"description": true, "title": true, "defaul
 
 func hasAssertions(m map[string]any) bool {
 	for k := range m {
-		if !annotationKeys[k] {
+		if !annotationKeys[k] && !guessMarkers[k] {
 			return true
 		}
 	}
@@ -263,17 +267,67 @@ func OperationInput(id string) (map[string]any, error) {
 	return out, nil
 }
 
-// OperationOutput returns the self-contained schema of an operation's lowest 2xx response body.
+// OperationOutput returns the self-contained schema of an operation's lowest 2xx response body,
+// as the contract states it (the sandbox's answers; strict where the contract guesses).
 func OperationOutput(id string) (map[string]any, error) {
+	_, r, err := successResponse(id)
+	if err != nil {
+		return nil, err
+	}
+	return Inline(r.Schema)
+}
+
+// OperationResult returns the schema of what a tool calling the operation returns: the success
+// response read tolerantly (see Tolerant). For an Ack operation it is the ids the call acted on
+// (its path parameters) and ok, beside whatever the service's answer holds.
+func OperationResult(id string) (map[string]any, error) {
+	op, r, err := successResponse(id)
+	if err != nil {
+		return nil, err
+	}
+	s, err := contractDoc.inlineAt(r.Schema, true)
+	if err != nil {
+		return nil, err
+	}
+	s = Tolerant(s)
+	if !op.Ack {
+		return s, nil
+	}
+	props := map[string]any{}
+	if p, ok := s["properties"].(map[string]any); ok {
+		props = maps.Clone(p)
+	}
+	var required []any
+	for _, p := range op.Params {
+		if p.In != "path" {
+			continue
+		}
+		ps, err := contractDoc.inlineAt(p.Schema, true)
+		if err != nil {
+			return nil, err
+		}
+		ps = Tolerant(ps)
+		ps["description"] = "The " + p.Name + " the call acted on."
+		props[p.Name] = ps
+		required = append(required, p.Name)
+	}
+	props["ok"] = map[string]any{"type": "boolean", "description": "true: the card service accepted the call."}
+	s["properties"] = props
+	s["required"] = append(required, "ok")
+	return s, nil
+}
+
+// successResponse returns an operation and its lowest 2xx response, which must have a schema.
+func successResponse(id string) (Operation, Response, error) {
 	op, ok := Lookup(id)
 	if !ok {
-		return nil, fmt.Errorf("operation output: no operation %q", id)
+		return Operation{}, Response{}, fmt.Errorf("operation output: no operation %q", id)
 	}
 	r, ok := op.Response(op.SuccessStatus())
 	if !ok || r.Schema == "" {
-		return nil, fmt.Errorf("operation output %s: no JSON success response", id)
+		return Operation{}, Response{}, fmt.Errorf("operation output %s: no JSON success response", id)
 	}
-	return Inline(r.Schema)
+	return op, r, nil
 }
 
 var docSeq struct {

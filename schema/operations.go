@@ -31,6 +31,9 @@ type Operation struct {
 	// IdempotencyKey names the body field (x-idempotency-key) a client fills when the caller leaves it out.
 	IdempotencyKey string
 	Assumed        bool   // x-assumed: decided by design.md, not shown by the API document
+	// Ack (x-ack): the document shows the answer only as "saved", "deleted" or "revoked", or not
+	// at all, and the caller needs nothing from it: any 2xx is success, whatever its body.
+	Ack bool
 	Note           string // x-assumed-note
 	Secured        bool   // needs a bearer token
 	Params         []Param
@@ -142,6 +145,7 @@ type rawOp struct {
 	Idempotent  bool            `json:"x-idempotent"`
 	IdemKey     string          `json:"x-idempotency-key"`
 	Assumed     bool            `json:"x-assumed"`
+	Ack         bool            `json:"x-ack"`
 	Note        string          `json:"x-assumed-note"`
 	Security    json.RawMessage `json:"security"`
 	Parameters  []rawParam      `json:"parameters"`
@@ -195,7 +199,7 @@ func parseOperations(doc []byte) ([]Operation, error) {
 			opPtr := pathPtr + "/" + m
 			op := Operation{
 				ID: ro.OperationID, Method: strings.ToUpper(m), Path: path, Server: server,
-				Summary: ro.Summary, Idempotent: ro.Idempotent, IdempotencyKey: ro.IdemKey, Assumed: ro.Assumed, Note: ro.Note,
+				Summary: ro.Summary, Idempotent: ro.Idempotent, IdempotencyKey: ro.IdemKey, Assumed: ro.Assumed, Ack: ro.Ack, Note: ro.Note,
 				Secured: ro.Security == nil || strings.TrimSpace(string(ro.Security)) != "[]",
 			}
 			addParams := func(list []rawParam, base string) error {

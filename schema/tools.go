@@ -59,14 +59,21 @@ func ToolInput(name string) (map[string]any, error) {
 	return s, nil
 }
 
-// ToolOutput returns the self-contained output schema of a tool of tools.json.
-func ToolOutput(name string) (map[string]any, error) { return toolSchema(name, "output") }
+// ToolOutput returns the self-contained output schema of a tool of tools.json, read tolerantly
+// like OperationResult's (it holds the service's answers too).
+func ToolOutput(name string) (map[string]any, error) {
+	s, err := toolSchema(name, "output")
+	if err != nil {
+		return nil, err
+	}
+	return Tolerant(s), nil
+}
 
 func toolSchema(name, which string) (map[string]any, error) {
 	if _, err := toolsDoc.resolve("#/tools/" + escapePointer(name)); err != nil {
 		return nil, fmt.Errorf("tool %s %s: tools.json has no tool %q", name, which, name)
 	}
-	s, err := toolsDoc.inlineAt("#/tools/" + escapePointer(name) + "/" + which)
+	s, err := toolsDoc.inlineAt("#/tools/"+escapePointer(name)+"/"+which, which == "output")
 	if err != nil {
 		return nil, err
 	}

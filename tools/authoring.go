@@ -139,6 +139,7 @@ func authoringTools() []Tool {
 				"update_card_profile (avatarImageId or backgroundImageId, matching the purpose). Each call stores a new image.\n\n" +
 				`Example: {"purpose":"avatar","roleId":"r_8f2c1a","contentType":"image/png","dataBase64":"iVBORw0KGgoAAAANSUhEUgAA..."}`,
 			Operation:   "uploadImage",
+			Check:       "list_card_assets",
 			Annotations: addHints(),
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Uploaded image %s (%dx%d): %s", str(out, "imageId"), num(out, "width"), num(out, "height"), str(out, "url"))

@@ -144,17 +144,23 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if err != nil {
 		return fail(err)
 	}
+	if body, err = withIdempotencyKey(t, body); err != nil {
+		return fail(err)
+	}
 	call := &Call{Tool: t, Params: params, Body: body, Client: d.client, Progress: newProgress(ctx, req.Params.Meta, d.log),
 		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log}
 	data, err := handle(ctx, call)
 	var ask *needInput
-	if errors.As(err, &ask) {
+	var decodeErr *upstream.UnreadableError
+	switch {
+	case errors.As(err, &ask):
 		return ask.result, codeInputRequired, nil
-	}
-	if err != nil {
+	case errors.As(err, &decodeErr):
+		return fail(t.unreadable(nil, body, decodeErr))
+	case err != nil:
 		return fail(err)
 	}
-	out, err := decodeObject(data)
+	out, data, err := t.readResult(data, params, body)
 	if err != nil {
 		return fail(err)
 	}
@@ -174,7 +180,7 @@ func logCall(ctx context.Context, log *slog.Logger, tool string, d time.Duration
 	case "ok":
 	case codeInternal:
 		outcome, level = "failure", slog.LevelError
-	case codeUnavailable:
+	case codeUnavailable, codeUnexpectedResponse:
 		level = slog.LevelWarn
 	}
 	attrs := []slog.Attr{slog.String("tool", tool), slog.Duration("duration", d), slog.String("outcome", outcome)}

@@ -534,7 +534,7 @@ func TestFailures(t *testing.T) {
 		logged           string
 	}{
 		{"unreachable", closed.URL, "unavailable", true, `"outcome":"unavailable"`},
-		{"broken answer", broken.URL, "internal", false, `"outcome":"failure"`},
+		{"broken answer", broken.URL, "unexpected_response", false, `"outcome":"unexpected_response"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -52,6 +52,9 @@ type Tool struct {
 	// Handler replaces the generic handler (validate, split, call Operation) after the arguments
 	// passed the input schema; nil for the generic one.
 	Handler HandlerFunc
+	// Check names, for a write whose answer may be unreadable, the read tool that shows
+	// whether it was applied (said in the error, so that a model does not blindly repeat it).
+	Check string
 
 	inputSchema  json.RawMessage // self-contained, from schema.OperationInput
 	outputSchema json.RawMessage // self-contained, from schema.OperationOutput
@@ -196,6 +199,6 @@ func (t *Tool) schemas() (in, out map[string]any, err error) {
 	if in, err = schema.OperationInput(t.Operation); err != nil {
 		return nil, nil, err
 	}
-	out, err = schema.OperationOutput(t.Operation)
+	out, err = schema.OperationResult(t.Operation)
 	return in, out, err
 }

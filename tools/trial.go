@@ -52,6 +52,7 @@ func trialTools() []Tool {
 				`"sections":{"description":"Mira Vale captains the freighter Kestrel."}},` +
 				`"worldbook":{"entries":[{"name":"The Kestrel","content":"Mira's battered freighter.","keywords":["Kestrel"]}]}}`,
 			Operation:   "upsertTrialCard",
+			Check:       "get_trial_card",
 			Annotations: replaceHints(),
 			Summary:     summarizeTrial,
 		},

@@ -33,6 +33,7 @@ func worldbookTools() []Tool {
 				"a new worldbook.\n\n" +
 				`Example: {"name":"The Kestrel's Sector","description":"Places, factions and ships around the Kestrel.","tags":["sci-fi"]}`,
 			Operation:   "createWorldbook",
+			Check:       "list_worldbooks",
 			Annotations: addHints(),
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Created worldbook %s.", str(out, "worldbookId"))
@@ -101,6 +102,7 @@ func worldbookTools() []Tool {
 				`"content":"A battered freighter, Mira's ship and home.","keywords":["Kestrel","the ship"]},` +
 				`{"op":"update","entryId":"e_2b9c","priority":5},{"op":"delete","entryId":"e_77a1"}],"binding":{"roleId":"r_8f2c1a"}}`,
 			Operation: "writeWorldbookDocument",
+			Check:     "list_worldbook_entries",
 			// Destructive (delete ops, replaced fields); not idempotent (create ops add entries each time).
 			Annotations: hints(false, true, false, true),
 			Summary: func(out map[string]any) string {

@@ -356,7 +356,7 @@ func (c *Client) attempt(ctx context.Context, op schema.Operation, target string
 		return nil
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("card service: %s: decode the %s response: %w", op.ID, statusName(resp.StatusCode), err)
+		return &UnreadableError{Operation: op.ID, Status: resp.StatusCode, Err: err}
 	}
 	return nil
 }

@@ -38,6 +38,22 @@ func (e *Error) Envelope() map[string]any {
 	return env
 }
 
+// UnreadableError is a 2xx answer whose body could not be decoded: the service accepted the call
+// (a write may have been applied), but its answer cannot be read.
+type UnreadableError struct {
+	Operation string // the contract's operationId
+	Status    int    // the HTTP status code, 2xx
+	Err       error  // why the body could not be decoded
+}
+
+// Error renders the error as "card service: OPERATION: decode the STATUS response: ERR".
+func (e *UnreadableError) Error() string {
+	return fmt.Sprintf("card service: %s: decode the %s response: %v", e.Operation, statusName(e.Status), e.Err)
+}
+
+// Unwrap returns the decoding error.
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
 // ArgumentError is a parameter refused before any request was sent.
 type ArgumentError struct {
 	Param  string // the parameter's name in the contract, "" when not known

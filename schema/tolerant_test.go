@@ -1,0 +1,77 @@
+package schema
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+func TestTolerant(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, in, want string }{
+		{"closed object opens", `{"type":"object","additionalProperties":false,"properties":{"a":{"type":"string"}}}`,
+			`{"type":"object","properties":{"a":{"type":"string"}}}`},
+		{"value constraints go, types stay", `{"type":"string","pattern":"^[0-9a-f]{64}$","format":"date-time","minLength":1,"enum":["a"]}`,
+			`{"type":"string"}`},
+		{"a const keeps its type", `{"const":true}`, `{"type":"boolean"}`},
+		{"an enum without a type gives its types", `{"enum":["a",null]}`, `{"type":["string","null"]}`},
+		{"a property named like a keyword stays", `{"type":"object","properties":{"format":{"type":"string","enum":["native"]},"pattern":{"type":"string"}}}`,
+			`{"type":"object","properties":{"format":{"type":"string"},"pattern":{"type":"string"}}}`},
+		{"an assumed object requires only what is needed", `{"x-assumed":true,"x-needed":["id"],"type":"object","required":["id","url"],"properties":{"id":{"type":"string"},"url":{"type":"string"}}}`,
+			`{"type":"object","required":["id"],"properties":{"id":{"type":"string"},"url":{"type":"string"}}}`},
+		{"an assumed object with nothing needed requires nothing", `{"x-assumed":true,"type":"object","required":["a"]}`, `{"type":"object"}`},
+		{"a shown object keeps its required", `{"type":"object","required":["a"]}`, `{"type":"object","required":["a"]}`},
+		{"oneOf becomes anyOf, deep", `{"type":"array","items":{"oneOf":[{"type":"null"},{"type":"object","additionalProperties":false,"properties":{"n":{"type":"integer","maximum":3}}}]}}`,
+			`{"type":"array","items":{"anyOf":[{"type":"null"},{"type":"object","properties":{"n":{"type":"integer"}}}]}}`},
+		{"a schema of further properties is relaxed too", `{"type":"object","additionalProperties":{"type":"string","pattern":"x"}}`,
+			`{"type":"object","additionalProperties":{"type":"string"}}`},
+		{"examples are not schemas", `{"type":"object","examples":[{"format":"png"}]}`, `{"type":"object","examples":[{"format":"png"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var in, want map[string]any
+			if err := json.Unmarshal([]byte(tt.in), &in); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			if got := Tolerant(in); !reflect.DeepEqual(got, want) {
+				g, _ := json.Marshal(got)
+				t.Errorf("Tolerant(%s)\n got %s\nwant %s", tt.in, g, tt.want)
+			}
+		})
+	}
+}
+
+// TestOperationResultAck: an Ack operation's result is the ids it acted on and ok, beside the
+// answer's fields, whatever the contract guessed the answer to be.
+func TestOperationResultAck(t *testing.T) {
+	t.Parallel()
+	for _, id := range []string{"setOpeningLines", "setCardVisibility", "deleteTrialCard", "publishCard"} {
+		s, err := OperationResult(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op, _ := Lookup(id)
+		if !op.Ack {
+			t.Fatalf("%s is not x-ack", id)
+		}
+		v, err := CompileSchema(id, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := map[string]any{"ok": true}
+		for _, p := range op.Params {
+			ids[p.Name] = "x-1"
+		}
+		if err := v.Validate(ids); err != nil {
+			t.Errorf("%s: the ids and ok alone fail: %v", id, err)
+		}
+		delete(ids, "ok")
+		if err := v.Validate(ids); err == nil {
+			t.Errorf("%s: a result without ok passes", id)
+		}
+	}
+}

@@ -1,0 +1,141 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cardwriter/cardwriter-mcp/schema"
+	"github.com/cardwriter/cardwriter-mcp/upstream"
+)
+
+// codeUnexpectedResponse is the error of a 2xx answer of the card service that cannot be read
+// as the tool's result: the call reached the service, so a write may have been applied.
+const codeUnexpectedResponse = "unexpected_response"
+
+// readResult turns what a handler returned into the tool's result object and its JSON, read
+// tolerantly (the tool's output schema, see schema.Tolerant): an Ack operation succeeds with any
+// body, the ids it acted on and ok added; any other answer must validate against the output
+// schema, or it is a Failure saying what could not be read and, for a write, how to find out
+// whether it was applied. A custom handler's own object that fails is a defect of ours.
+func (t *Tool) readResult(data json.RawMessage, params map[string]string, body json.RawMessage) (map[string]any, json.RawMessage, error) {
+	if t.op.Ack {
+		return t.ackResult(data, params)
+	}
+	out, err := decodeObject(data)
+	if err == nil {
+		err = t.output.Validate(out)
+	}
+	if err == nil {
+		return out, data, nil
+	}
+	if t.Operation == "" {
+		return nil, nil, fmt.Errorf("the result of %s fails its output schema: %w", t.Name, err)
+	}
+	return nil, nil, t.unreadable(data, body, err)
+}
+
+// ackResult is the result of an Ack operation: the answer's fields when it is a JSON object
+// that fits the output schema, the path parameters the call acted on, and ok.
+func (t *Tool) ackResult(data json.RawMessage, params map[string]string) (map[string]any, json.RawMessage, error) {
+	out, err := decodeObject(data)
+	if err != nil {
+		out = map[string]any{}
+	}
+	for _, p := range t.op.Params {
+		if v, ok := params[p.Name]; ok && p.In == "path" {
+			out[p.Name] = v
+		}
+	}
+	out["ok"] = true
+	if t.output.Validate(out) != nil {
+		// Fields of the answer that are not what the contract names them: keep only what
+		// is certain.
+		clean := map[string]any{"ok": true}
+		for _, p := range t.op.Params {
+			if v, ok := params[p.Name]; ok && p.In == "path" {
+				clean[p.Name] = v
+			}
+		}
+		out = clean
+	}
+	raw, err := json.Marshal(out)
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode the result of %s: %w", t.Name, err)
+	}
+	return out, raw, nil
+}
+
+// unreadable is the Failure of a 2xx answer that is no result of the tool's operation.
+func (t *Tool) unreadable(data, body json.RawMessage, cause error) *Failure {
+	detail := map[string]any{"operation": t.Operation}
+	what := "its answer is empty"
+	var ve *schema.ValidationError
+	var de *upstream.UnreadableError
+	switch {
+	case errors.As(cause, &de):
+		what = "its answer is not the JSON it should be"
+		detail["operation"] = de.Operation
+	case len(bytes.TrimSpace(data)) == 0:
+	case errors.As(cause, &ve):
+		parts := make([]string, 0, len(ve.Problems))
+		for _, p := range ve.Problems {
+			parts = append(parts, p.String())
+		}
+		what = "its answer does not fit: " + strings.Join(parts, "; ")
+	default:
+		what = "its answer is not a JSON object"
+	}
+	msg := fmt.Sprintf("The card service accepted the %s call, but cardwriter-mcp could not read the answer (%s).", t.Name, what)
+	if !t.ReadOnly() {
+		switch key := idempotencyKeyOf(t, body); {
+		case key != "":
+			detail["idempotencyKey"] = key
+			msg += fmt.Sprintf(" It may have been applied: repeat the call with idempotencyKey %q, which returns what it made instead of making it twice.", key)
+		case t.Check != "":
+			msg += fmt.Sprintf(" It may have been applied: check with %s before repeating it.", t.Check)
+		default:
+			msg += " It may have been applied: read it back before repeating it."
+		}
+	}
+	return &Failure{Code: codeUnexpectedResponse, Message: msg, Detail: detail}
+}
+
+// idempotencyKeyOf returns the idempotency key the call's body carried, "" when none.
+func idempotencyKeyOf(t *Tool, body json.RawMessage) string {
+	if t.op.IdempotencyKey == "" || body == nil {
+		return ""
+	}
+	var m map[string]any
+	if json.Unmarshal(body, &m) != nil {
+		return ""
+	}
+	key, _ := m[t.op.IdempotencyKey].(string)
+	return key
+}
+
+// withIdempotencyKey returns the body of a call of an operation with an idempotency key, with a
+// fresh key in it when the caller gave none: the call's retries carry it, and an error can
+// name it, so that the caller can repeat the call without making a second card.
+func withIdempotencyKey(t *Tool, body json.RawMessage) (json.RawMessage, error) {
+	if t.op.IdempotencyKey == "" || body == nil || idempotencyKeyOf(t, body) != "" {
+		return body, nil
+	}
+	key := upstream.NewIdempotencyKey()
+	field, err := json.Marshal(t.op.IdempotencyKey)
+	if err != nil {
+		return nil, err
+	}
+	value, err := json.Marshal(key)
+	if err != nil {
+		return nil, err
+	}
+	rest := bytes.TrimSpace(body)[1:] // after the object's "{"
+	out := append(append(append(append([]byte("{"), field...), ':'), value...), ',')
+	if len(bytes.TrimSpace(rest)) == 1 { // "}": the object was empty
+		out = out[:len(out)-1]
+	}
+	return append(out, rest...), nil
+}
