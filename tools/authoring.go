@@ -17,7 +17,8 @@ func authoringTools() []Tool {
 			Title:   "Create a card",
 			Description: "Create a new, empty private card and return its roleId. " +
 				"Only roleName is required; language, cardType and contentRatingIntent are optional. " +
-				"The card starts private (roleVisibility) with reviewStatus draft and no text: fill it with set_opening_lines, " +
+				"The card starts private and empty; the result carries its roleVisibility and reviewStatus as the service names " +
+				"them. Fill it with set_opening_lines, " +
 				"write_card_document and update_card_profile, then check it with validate_card. " +
 				"Repeating a create with the same idempotencyKey returns the same card instead of making a second one " +
 				"(the same key with different fields is refused with conflict). When you leave idempotencyKey out, " +
@@ -75,7 +76,7 @@ func authoringTools() []Tool {
 			Description: "Write a card's long text sections in one call. " +
 				"sections may hold description, personality, scenario, exampleDialogue, systemPrompt, " +
 				"postHistoryInstructions and creatorNotes. A section you send replaces its stored text; a section you leave " +
-				"out keeps its text; \"\" clears it. The description section must be filled before the card can be published.\n\n" +
+				"out keeps its text; \"\" clears it. validate_card says which sections the service requires before publishing.\n\n" +
 				`Example: {"roleId":"r_8f2c1a","sections":{"description":"Mira Vale captains the freighter Kestrel.",` +
 				`"personality":"Dry, loyal, reckless when cornered.","scenario":"The player boards the Kestrel as a new pilot."}}`,
 			Operation:   "writeCardDocument",
@@ -133,8 +134,8 @@ func authoringTools() []Tool {
 			Toolset: ToolsetAuthoring,
 			Title:   "Upload an image",
 			Description: "Upload an avatar or background image and return its imageId, URL and size. " +
-				"Send the bytes as standard base64 in dataBase64 (at most 8 MiB decoded; larger is refused with " +
-				"payload_too_large) and their contentType (image/png, image/jpeg, image/gif or image/webp; it must match the " +
+				"Send the bytes as standard base64 in dataBase64 (cardwriter-mcp takes at most 8 MiB decoded; the service may " +
+				"refuse smaller files, and says why) and their contentType (one of those the schema lists; it must match the " +
 				"bytes). Give roleId to list the image on that card's author page. Then put it on the card with " +
 				"update_card_profile (avatarImageId or backgroundImageId, matching the purpose). Each call stores a new image.\n\n" +
 				`Example: {"purpose":"avatar","roleId":"r_8f2c1a","contentType":"image/png","dataBase64":"iVBORw0KGgoAAAANSUhEUgAA..."}`,

@@ -15,7 +15,7 @@ func cardTools() []Tool {
 				"for the PLAYER to say; they fill the player's input box and are never sent as the character), the profile " +
 				"fields, the text sections (description, personality, scenario, ...), roleVisibility and reviewStatus. " +
 				"Use it to see what is stored before changing a card, or to check a write. " +
-				"A roleId that is not one of your cards gives role_not_found.\n\n" +
+				"A roleId that is not one of your cards gives a not-found error.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation:   "getCard",
 			Annotations: readHints(),

@@ -51,7 +51,7 @@ var prompts = []prompt{
 	{
 		name:        "try_card_as_trial",
 		title:       "Try a card idea as a trial card",
-		description: "Turn an idea into a temporary trial card (5 slots, 24 hours) to try it before authoring it for real.",
+		description: "Turn an idea into a temporary trial card to try it before authoring it for real.",
 		args: []promptArg{
 			{"idea", "The card idea to try.", true},
 			{"clientKey", "The key to keep the trial under (letters, digits, '.', '_', '-'; default: one derived from the idea).", false},
@@ -91,7 +91,7 @@ func renderAuthorCard(a map[string]string) string {
 	b.WriteString("7. Show the user a short summary of the card (name, first message, tags) and ask whether to publish. " +
 		"Call `publish_card` only if the user asks for it; the card stays private otherwise.\n\n")
 	b.WriteString("If a tool result has isError, read its message: invalid arguments name the failing field, and " +
-		"role_not_found means the roleId is wrong. Use `get_card` to check what is stored.")
+		"a not-found error means the roleId is wrong. Use `get_card` to check what is stored.")
 	return b.String()
 }
 
@@ -110,8 +110,9 @@ func renderBuildWorldbook(a map[string]string) string {
 		"name, content (what the character should know when it fires) and keywords (words that appear in chat). Use " +
 		"secondaryKeywords only as an AND gate, isConstant only for always-on facts, and category to group entries.\n")
 	b.WriteString("3. Call `write_worldbook_document` with op create for new entries, op update (with entryId) to change " +
-		"fields, op delete (entryId only) to remove one; at most 500 ops per call. The call is atomic: if it fails, " +
-		"detail.index names the failing op and nothing was written.\n")
+		"fields, op delete (entryId only) to remove one; at most 500 ops per call. If it fails, read the error's message " +
+		"and detail (they name the failing op when the service says which), and check with `list_worldbook_entries` " +
+		"what was written before sending it again.\n")
 	if id := a["roleId"]; id != "" {
 		fmt.Fprintf(&b, "4. Bind the worldbook to card %s with binding {\"roleId\": %q} in the same call, then check "+
 			"it with `list_card_worldbooks`.\n", id, id)
@@ -130,8 +131,9 @@ func renderTryTrial(a map[string]string) string {
 	if key == "" {
 		key = "a short key derived from the idea (letters, digits, '.', '_', '-')"
 	}
-	fmt.Fprintf(&b, "1. Call `list_trial_cards`: there are 5 slots and trials live 24 hours after their last upsert. "+
-		"If all slots are used, ask the user which trial to remove and call `delete_trial_card`.\n")
+	b.WriteString("1. Call `list_trial_cards`: it reports the slots in use of those the service allows (slots.used, " +
+		"slots.max) and how long trials live (ttlHours). If all slots are used, ask the user which trial to remove and " +
+		"call `delete_trial_card`.\n")
 	fmt.Fprintf(&b, "2. Call `upsert_trial_card` with clientKey %s and card {roleName, roleDesc, roleWelcome "+
 		"(the character's first message), welcomeAlternates (other first messages), prologue (suggestions for the PLAYER "+
 		"to say, never sent as the character), sections {description, personality, scenario, exampleDialogue}}. "+

@@ -197,3 +197,18 @@ func TestTolerantReading(t *testing.T) {
 		})
 	}
 }
+
+// TestTrialKeysOfOthers: the read and the delete take any key (the document restricts none);
+// only the upsert, which names a trial of ours, keeps its pattern.
+func TestTrialKeysOfOthers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	for _, tool := range []string{"get_trial_card", "delete_trial_card"} {
+		if env, _ := e.fail(tool, `{"clientKey":"a b"}`); env["error"] != "trial_not_found" {
+			t.Errorf("%s of \"a b\": %v", tool, env)
+		}
+	}
+	if env, _ := e.fail("upsert_trial_card", `{"clientKey":"a b","card":{"roleName":"X"}}`); env["error"] != codeInvalidArguments {
+		t.Errorf("upsert of \"a b\": %v", env)
+	}
+}

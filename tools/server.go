@@ -88,7 +88,8 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 	"and prologue lines, which are suggestions for the player to say), write_card_document (long text sections) and " +
 	"update_card_profile; validate_card reports what is missing, and publish_card submits it for review only when the " +
 	"user asks. Worldbooks hold keyword-triggered lore: create_worldbook, then write_worldbook_document to add entries " +
-	"and bind it to a card. Trial cards (upsert_trial_card) are temporary cards for trying an idea: 5 slots, 24 hours. " +
+	"and bind it to a card. Trial cards (upsert_trial_card) are temporary cards for trying an idea; list_trial_cards " +
+	"reports how many the service allows at once and how long they live. " +
 	"Character cards and lorebooks from other apps (Character Card V1/V2/V3 as JSON, PNG or CHARX; SillyTavern World Info) " +
 	"come in with import_tavern_card and import_tavern_worldbook and go out with export_tavern_card; " +
 	"test_worldbook_triggers shows which worldbook entries a passage would fire. " +

@@ -10,14 +10,15 @@ func trialTools() []Tool {
 			Toolset: ToolsetTrial,
 			Title:   "List trial cards",
 			Description: "List your live trial cards, with the slots in use and their lifetime. " +
-				"A trial card is a temporary card under a key you choose, for trying a card out before authoring it for real: " +
-				"at most 5 are live at once (slots.max) and each expires 24 hours after its last upsert (ttlHours).\n\n" +
+				"A trial card is a temporary card under a key you choose, for trying a card out before authoring it for real. " +
+				"The card service limits how many are live at once and how long they live: the result reports both " +
+				"(slots.used of slots.max, and ttlHours); read them here rather than assuming numbers.\n\n" +
 				`Example: {}`,
 			Operation:   "listTrialCards",
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
 				slots := obj(out, "slots")
-				return fmt.Sprintf("%s live; %d of %d slots in use; a trial lives %dh after its last upsert.",
+				return fmt.Sprintf("%s live; %d of %d slots in use; the service reports a lifetime of %dh.",
 					plural(int64(len(list(out, "list"))), "trial card", "trial cards"), num(slots, "used"), num(slots, "max"), num(out, "ttlHours"))
 			},
 		},
@@ -28,7 +29,7 @@ func trialTools() []Tool {
 			Description: "Get one trial card's summary by its clientKey. " +
 				"Returns roleId, expiresAt, slots, the digest of each card field (sections), the fields changed by the " +
 				"last upsert and its worldbook's entry count. An expired or unknown key gives trial_not_found; upsert it " +
-				"again to bring it back.\n\n" +
+				"again to bring it back. expiresAt is the earliest expiry; cleanup may run a few minutes later.\n\n" +
 				`Example: {"clientKey":"mira-draft"}`,
 			Operation:   "getTrialCard",
 			Annotations: readHints(),
@@ -39,14 +40,15 @@ func trialTools() []Tool {
 			Toolset: ToolsetTrial,
 			Title:   "Create or update a trial card",
 			Description: "Create or update a trial card under a clientKey you choose. " +
-				"card is a full replacement: send every field you want to keep (roleName is required; roleDesc, roleWelcome, " +
-				"welcomeAlternates, prologue and sections are optional). Here the alternate first messages are called " +
+				"card is a full replacement: send every field you want to keep, sections included (a section or field left " +
+				"out is not kept; roleName is required; roleDesc, roleWelcome, welcomeAlternates, prologue and sections are " +
+				"optional). Re-sending the same clientKey updates that trial. Here the alternate first messages are called " +
 				"welcomeAlternates (set_opening_lines calls the same list alternates). prologue lines are suggestions for the " +
 				"PLAYER to say, never sent as the character. worldbook.entries, when given, replaces all of the trial's " +
-				"worldbook entries (at most 500; each needs name, content and keywords); leaving worldbook out keeps them. " +
-				"Every upsert restarts the 24-hour lifetime. There are 5 slots: creating a sixth live trial fails with " +
-				"trial_slots_full, so delete one with delete_trial_card or reuse a key. The result's changed lists the card " +
-				"fields that differ from the previous upsert (all of them on create).\n\n" +
+				"worldbook entries (each needs name, content and keywords); leaving worldbook out keeps them. " +
+				"The number of live trials is limited (the result's slots.used of slots.max): when all slots are used, a new " +
+				"key is refused, so delete one with delete_trial_card or reuse a key. The result's expiresAt says how long " +
+				"this trial lives, and changed lists the card fields that differ from the previous upsert.\n\n" +
 				`Example: {"clientKey":"mira-draft","card":{"roleName":"Captain Mira Vale",` +
 				`"roleWelcome":"\"You're late, pilot.\"","prologue":["Sorry, Captain."],` +
 				`"sections":{"description":"Mira Vale captains the freighter Kestrel."}},` +

@@ -87,17 +87,17 @@ func worldbookTools() []Tool {
 			Name:    "write_worldbook_document",
 			Toolset: ToolsetWorldbook,
 			Title:   "Write a worldbook",
-			Description: "Write a worldbook's metadata, entries and card binding in one atomic call. " +
+			Description: "Write a worldbook's metadata, entries and card binding in one call, as one document. " +
 				"metadata {name, description, tags} replaces the fields you send. entries is a list of operations, at most " +
 				"500 per call, each with op: " +
-				"create needs name, content and keywords (no entryId); the rest default (isEnabled true, isConstant false, " +
-				"priority 0, sortOrder after the last entry, secondaryKeywords [], category \"\", matchOptions null for a " +
-				"native worldbook, a full {caseSensitive, matchWholeWords, selectiveLogic} object for a tavern one). " +
+				"create needs name, content and keywords (no entryId); fields you leave out take the service's defaults " +
+				"(list_worldbook_entries shows them; matchOptions is null for a native worldbook, {caseSensitive, " +
+				"matchWholeWords, selectiveLogic} for a tavern one). " +
 				"update needs entryId and replaces only the fields you send. delete takes op and entryId only, and removes " +
 				"the entry. keywords trigger an entry; secondaryKeywords are an AND gate (a main keyword and one of these must " +
-				"both appear). binding {roleId} binds the worldbook to a card. If any op is invalid (an unknown entryId, for " +
-				"example) nothing at all is applied, and the error's detail.index is the position of the failing op in " +
-				"entries. Returns the new entryIds (createdEntryIds, in the order of the create ops) and the counts.\n\n" +
+				"both appear). binding {roleId} binds the worldbook to a card. If the call is refused (an unknown entryId, for " +
+				"example), the error's message and detail name the failing op when the service says which; check with " +
+				"list_worldbook_entries what was written before sending it again. Returns the new entryIds (createdEntryIds, in the order of the create ops) and the counts.\n\n" +
 				`Example: {"worldbookId":"wb_41d0e7","entries":[{"op":"create","name":"The Kestrel",` +
 				`"content":"A battered freighter, Mira's ship and home.","keywords":["Kestrel","the ship"]},` +
 				`{"op":"update","entryId":"e_2b9c","priority":5},{"op":"delete","entryId":"e_77a1"}],"binding":{"roleId":"r_8f2c1a"}}`,
