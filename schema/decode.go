@@ -2,6 +2,9 @@ package schema
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -28,9 +31,46 @@ func decodeFast(data []byte) (any, bool) {
 	return v, true
 }
 
+// DecodeArguments is DecodeJSON for input that must be text: a string holding a lone UTF-16
+// surrogate escape or invalid UTF-8 is refused with a *ValidationError at its location,
+// instead of being replaced by U+FFFD without a word (encoding/json's way).
+func DecodeArguments(data []byte) (any, error) {
+	p := fastParser{b: data, strict: true}
+	p.space()
+	v, ok := p.value(0)
+	if ok {
+		p.space()
+		if p.i == len(p.b) {
+			return v, nil
+		}
+	}
+	if p.bad != "" {
+		path := slices.Clone(p.badPath)
+		slices.Reverse(path)
+		return nil, &ValidationError{Problems: []Problem{{InstanceLocation: pointerOf(path),
+			Message: "the text holds " + p.bad + "; send valid Unicode"}}}
+	}
+	return decodeStd(data)
+}
+
 type fastParser struct {
 	b []byte
 	i int
+	// strict refuses text that is no Unicode (a lone UTF-16 surrogate escape, invalid UTF-8)
+	// instead of replacing it with U+FFFD; bad then says what was refused and badPath where,
+	// innermost first.
+	strict  bool
+	bad     string
+	badPath []string
+}
+
+// refuse records, in strict mode, why a string is refused; it reports whether it did.
+func (p *fastParser) refuse(why string) bool {
+	if !p.strict {
+		return false
+	}
+	p.bad = why
+	return true
 }
 
 func (p *fastParser) space() {
@@ -92,6 +132,9 @@ func (p *fastParser) object(depth int) (any, bool) {
 		}
 		k, ok := p.str()
 		if !ok {
+			if p.bad != "" {
+				p.bad += " in a property name"
+			}
 			return nil, false
 		}
 		p.space()
@@ -102,6 +145,9 @@ func (p *fastParser) object(depth int) (any, bool) {
 		p.space()
 		v, ok := p.value(depth)
 		if !ok {
+			if p.bad != "" {
+				p.badPath = append(p.badPath, k.(string))
+			}
 			return nil, false
 		}
 		m[k.(string)] = v
@@ -136,6 +182,9 @@ func (p *fastParser) array(depth int) (any, bool) {
 	for {
 		v, ok := p.value(depth)
 		if !ok {
+			if p.bad != "" {
+				p.badPath = append(p.badPath, strconv.Itoa(len(a)))
+			}
 			return nil, false
 		}
 		a = append(a, v)
@@ -206,6 +255,9 @@ func (p *fastParser) str() (any, bool) {
 			s := p.b[start:p.i]
 			p.i++
 			if !utf8.Valid(s) {
+				if p.refuse("invalid UTF-8") {
+					return nil, false
+				}
 				return string(fixUTF8(nil, s)), true
 			}
 			return string(s), true
@@ -221,6 +273,9 @@ func (p *fastParser) str() (any, bool) {
 
 func (p *fastParser) strSlow(start int) (any, bool) {
 	out := make([]byte, 0, p.i-start+16)
+	if !utf8.Valid(p.b[start:p.i]) && p.refuse("invalid UTF-8") {
+		return nil, false
+	}
 	out = fixUTF8(out, p.b[start:p.i])
 	for p.i < len(p.b) {
 		c := p.b[p.i]
@@ -234,6 +289,9 @@ func (p *fastParser) strSlow(start int) (any, bool) {
 			j := p.i
 			for j < len(p.b) && p.b[j] != '"' && p.b[j] != '\\' && p.b[j] >= 0x20 {
 				j++
+			}
+			if !utf8.Valid(p.b[p.i:j]) && p.refuse("invalid UTF-8") {
+				return nil, false
 			}
 			out = fixUTF8(out, p.b[p.i:j])
 			p.i = j
@@ -262,6 +320,9 @@ func (p *fastParser) strSlow(start int) (any, bool) {
 							continue
 						}
 					}
+				}
+				if p.refuse(fmt.Sprintf("a lone UTF-16 surrogate (\\u%04x), which is no character", r)) {
+					return nil, false
 				}
 				r = utf8.RuneError
 			}

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -53,4 +54,54 @@ func FuzzDecodeJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) { checkDecode(t, data) })
+}
+
+// TestDecodeArgumentsRefusesNonText: what encoding/json would replace with U+FFFD without a
+// word is refused, at its location.
+func TestDecodeArgumentsRefusesNonText(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, in, where, what string }{
+		{"lone high surrogate", `{"roleName":"Mira \ud800"}`, "/roleName", `lone UTF-16 surrogate (\ud800)`},
+		{"lone low surrogate deep", `{"card":{"tags":["a","\udc00x"]}}`, "/card/tags/1", `(\udc00)`},
+		{"reversed pair", `{"a":"\udc00\ud800"}`, "/a", "surrogate"},
+		{"invalid UTF-8", "{\"a\":\"\xff\"}", "/a", "invalid UTF-8"},
+		{"invalid UTF-8 after an escape", "{\"a\":\"\\n\xff\"}", "/a", "invalid UTF-8"},
+		{"in a key", `{"b\ud800":1}`, "/", "property name"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := DecodeArguments([]byte(tt.in))
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Problems[0].InstanceLocation != tt.where || !strings.Contains(ve.Problems[0].Message, tt.what) {
+				t.Errorf("DecodeArguments(%s) = %v; want %s at %s", tt.in, err, tt.what, tt.where)
+			}
+		})
+	}
+	for _, ok := range []string{`{"a":"\ud83d\ude00 ok"}`, `{"a":["é",1,{"b":null}]}`, `[]`} {
+		if _, err := DecodeArguments([]byte(ok)); err != nil {
+			t.Errorf("DecodeArguments(%s): %v", ok, err)
+		}
+	}
+	if _, err := DecodeArguments([]byte(`{"a":`)); err == nil || !strings.Contains(err.Error(), "invalid JSON") {
+		t.Errorf("malformed input: %v", err)
+	}
+}
+
+// FuzzDecodeArguments: never a panic; what it accepts is what encoding/json decodes, and what
+// encoding/json refuses it refuses too.
+func FuzzDecodeArguments(f *testing.F) {
+	for _, s := range []string{`{"a":"\ud800"}`, `{"a":["\udc00x",1]}`, "{\"a\":\"\xff\"}", `{"a":"\ud83d\ude00"}`, `[1,{"b":null}]`, `{"a":`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := DecodeArguments(data)
+		want, wantErr := decodeStd(data)
+		if wantErr != nil && err == nil {
+			t.Fatalf("DecodeArguments accepted %q, which encoding/json refuses: %v", data, wantErr)
+		}
+		if err == nil && !reflect.DeepEqual(got, want) {
+			t.Fatalf("DecodeArguments(%q) = %#v; encoding/json: %#v", data, got, want)
+		}
+	})
 }

@@ -30,15 +30,15 @@ type Operation struct {
 	Idempotent bool // x-idempotent: safe to repeat
 	// IdempotencyKey names the body field (x-idempotency-key) a client fills when the caller leaves it out.
 	IdempotencyKey string
-	Assumed        bool   // x-assumed: decided by design.md, not shown by the API document
+	Assumed        bool // x-assumed: decided by design.md, not shown by the API document
 	// Ack (x-ack): the document shows the answer only as "saved", "deleted" or "revoked", or not
 	// at all, and the caller needs nothing from it: any 2xx is success, whatever its body.
-	Ack bool
-	Note           string // x-assumed-note
-	Secured        bool   // needs a bearer token
-	Params         []Param
-	Body           *Body
-	Responses      []Response // sorted by status; Status 0 is "default"
+	Ack       bool
+	Note      string // x-assumed-note
+	Secured   bool   // needs a bearer token
+	Params    []Param
+	Body      *Body
+	Responses []Response // sorted by status; Status 0 is "default"
 }
 
 // Param is one path or query parameter.

@@ -114,8 +114,12 @@ func (t *Tool) prepare(raw json.RawMessage) (params map[string]string, body json
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage(`{}`)
 	}
-	inst, err := schema.DecodeJSON(raw)
+	inst, err := schema.DecodeArguments(raw)
 	if err != nil {
+		var ve *schema.ValidationError
+		if errors.As(err, &ve) {
+			return nil, nil, invalidArguments(ve.Problems)
+		}
 		return nil, nil, invalidArguments([]schema.Problem{{InstanceLocation: "/", Message: err.Error()}})
 	}
 	if err := t.input.Validate(inst); err != nil {

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"flag"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/cardwriter/cardwriter-mcp/schema"
+	"github.com/cardwriter/cardwriter-mcp/tavern"
 )
 
 var update = flag.Bool("update", false, "rewrite the README's tool table from the registry")
@@ -362,5 +364,33 @@ func TestInstructionsNameRealTools(t *testing.T) {
 		if !known[n] {
 			t.Errorf("the instructions name %s, which is neither a tool nor a prompt", n)
 		}
+	}
+}
+
+// TestLimitsAgree: the schemas' limits on base64 arguments are the limits the handlers apply.
+func TestLimitsAgree(t *testing.T) {
+	t.Parallel()
+	tools := map[string]Tool{}
+	for _, tool := range All() {
+		tools[tool.Name] = tool
+	}
+	maxLength := func(tool string, path ...string) int64 {
+		var s any
+		if err := json.Unmarshal(tools[tool].InputSchema(), &s); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range path {
+			s = s.(map[string]any)["properties"].(map[string]any)[p]
+		}
+		return int64(s.(map[string]any)["maxLength"].(float64))
+	}
+	if got, want := maxLength("upload_image", "dataBase64"), int64(base64.StdEncoding.EncodedLen(maxUploadBytes)); got != want {
+		t.Errorf("upload_image dataBase64 maxLength %d; the handlers' limit %d", got, want)
+	}
+	if got, want := maxLength("import_tavern_card", "source", "dataBase64"), int64(base64.StdEncoding.EncodedLen(tavern.MaxInputSize)); got != want {
+		t.Errorf("import_tavern_card source.dataBase64 maxLength %d; tavern.MaxInputSize as base64 %d", got, want)
+	}
+	if got := LargestArgument(All()); got != int64(base64.StdEncoding.EncodedLen(tavern.MaxInputSize)) {
+		t.Errorf("LargestArgument = %d", got)
 	}
 }

@@ -212,3 +212,17 @@ func TestTrialKeysOfOthers(t *testing.T) {
 		t.Errorf("upsert of \"a b\": %v", env)
 	}
 }
+
+// TestNonTextRefused: a lone UTF-16 surrogate in an argument is refused with its location, not
+// replaced without a word.
+func TestNonTextRefused(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	env, msg := e.fail("create_card", `{"roleName":"Mira \ud800"}`)
+	if env["error"] != codeInvalidArguments || !strings.Contains(msg, "/roleName") || !strings.Contains(msg, "surrogate") {
+		t.Errorf("envelope %v", env)
+	}
+	if n := e.requests.n.Load(); n != 0 {
+		t.Errorf("%d requests reached the card service", n)
+	}
+}

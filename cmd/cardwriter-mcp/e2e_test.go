@@ -516,3 +516,33 @@ func TestHTTPProgressAndLogging(t *testing.T) {
 		})
 	}
 }
+
+// TestHTTPArgumentLimitsAreToolResults: with the default body cap, an image or a card file over
+// its limit reaches the tool and is refused by its schema, as a result naming the argument and
+// the limit, not by the transport (HTTP 413, which a model never sees).
+func TestHTTPArgumentLimitsAreToolResults(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := startHTTP(t)
+	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	defer cs.Close()
+	tests := []struct {
+		tool  string
+		args  map[string]any
+		where string
+	}{
+		{"upload_image", map[string]any{"purpose": "avatar", "contentType": "image/png", "dataBase64": strings.Repeat("A", 11184812+4)}, "/dataBase64"},
+		{"import_tavern_card", map[string]any{"source": map[string]any{"dataBase64": strings.Repeat("A", 44739244+4)}}, "/source/dataBase64"},
+	}
+	for _, tc := range tests {
+		env := call(ctx, t, cs, tc.tool, tc.args, true)
+		msg, _ := env["message"].(string)
+		if env["error"] != "invalid_arguments" || !strings.Contains(msg, tc.where) {
+			t.Errorf("%s over its limit: %v", tc.tool, env)
+		}
+	}
+}

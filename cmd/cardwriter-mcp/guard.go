@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -35,7 +36,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if r.Body != nil && r.Method == http.MethodPost {
 		if r.ContentLength > g.maxBody {
-			g.refuse(w, r, http.StatusRequestEntityTooLarge, "The request body is larger than this server accepts (see --max-body-bytes).")
+			g.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The request body is larger than the %d bytes this server accepts (--max-body-bytes).", g.maxBody))
 			return
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, g.maxBody+1))
@@ -44,7 +45,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if int64(len(body)) > g.maxBody {
-			g.refuse(w, r, http.StatusRequestEntityTooLarge, "The request body is larger than this server accepts (see --max-body-bytes).")
+			g.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The request body is larger than the %d bytes this server accepts (--max-body-bytes).", g.maxBody))
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -15,13 +15,16 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/tools"
 )
 
 // httpProtocolVersions are the MCP revisions served over streamable HTTP, newest first.
 var httpProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
-// defaultMaxBody caps MCP request bodies (4 MiB).
-const defaultMaxBody = 4 << 20
+// defaultMaxBody caps MCP request bodies: room for the largest tool argument (a card file as
+// base64) and 1 MiB for the rest of the request, so that an argument over its own limit is
+// refused by its schema, as a result the model can read, rather than by the transport.
+func defaultMaxBody() int64 { return tools.LargestArgument(tools.All()) + 1<<20 }
 
 func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := newFlagSet("http", "http [--addr 127.0.0.1:8080] [--api-host URL | --sandbox] [--auth proxy|passthrough|none] [--public-url URL] [flags]", stderr)
@@ -30,7 +33,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; the MCP endpoint is /mcp")
 	origins := fs.String("allowed-origins", "", "comma-separated extra Origins allowed to call /mcp (loopback origins always are)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated Host header values accepted besides loopback names (needed behind a proxy; the --public-url host always is)")
-	maxBody := fs.Int64("max-body-bytes", defaultMaxBody, "largest MCP request body accepted, in bytes")
+	maxBody := fs.Int64("max-body-bytes", defaultMaxBody(), "largest MCP request body accepted, in bytes")
 	idle := fs.Duration("session-idle-ttl", 30*time.Minute, "end MCP sessions idle this long")
 	var af httpAuthFlags
 	af.register(fs)
@@ -103,6 +106,10 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if mode != authNone && pub != base {
 		allowedHosts = append(allowedHosts, hostOf(pub))
 		allowedOrigins = append(allowedOrigins, pub)
+	}
+	if largest := tools.LargestArgument(tools.All()); *maxBody < largest {
+		b.logger.Warn("--max-body-bytes is below the largest tool argument: larger images and card files are refused with HTTP 413, which a model cannot read",
+			"max_body_bytes", *maxBody, "largest_argument_bytes", largest)
 	}
 	if !loopback && len(allowedHosts) == 0 {
 		b.logger.Warn("listening on a non-loopback address without --allowed-hosts: any Host header is accepted; Origin is still checked")
