@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -90,17 +91,49 @@ func (t *Tool) unreadable(data, body json.RawMessage, cause error) *Failure {
 	}
 	msg := fmt.Sprintf("The card service accepted the %s call, but cardwriter-mcp could not read the answer (%s).", t.Name, what)
 	if !t.ReadOnly() {
-		switch key := idempotencyKeyOf(t, body); {
-		case key != "":
-			detail["idempotencyKey"] = key
-			msg += fmt.Sprintf(" It may have been applied: repeat the call with idempotencyKey %q, which returns what it made instead of making it twice.", key)
-		case t.Check != "":
-			msg += fmt.Sprintf(" It may have been applied: check with %s before repeating it.", t.Check)
-		default:
-			msg += " It may have been applied: read it back before repeating it."
-		}
+		msg += " " + t.mayHaveApplied(body, detail)
 	}
 	return &Failure{Code: codeUnexpectedResponse, Message: msg, Detail: detail}
+}
+
+// lostAnswer returns, for a write that is not safe to repeat, the Failure of a call whose
+// answer was lost on the way (the connection broke or the deadline passed after the request
+// may have reached the service): not "try again", which could apply it twice, but how to find
+// out whether it was applied. nil for any other error.
+func (t *Tool) lostAnswer(ctx context.Context, err error, body json.RawMessage) *Failure {
+	// A repeat of a read or of an idempotent write changes nothing more, except a create whose
+	// key the caller does not know yet (it was picked for the call): that one must be named.
+	repeatable := (t.op.Idempotent && t.op.IdempotencyKey == "") ||
+		(t.Operation == "" && t.Annotations.IdempotentHint != nil && *t.Annotations.IdempotentHint)
+	if t.ReadOnly() || repeatable {
+		return nil
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return nil // the caller cancelled: reported as such
+	}
+	var apiErr *upstream.Error
+	var argErr *upstream.ArgumentError
+	var f *Failure
+	if errors.As(err, &apiErr) || errors.As(err, &argErr) || errors.As(err, &f) || !unreachable(err) || upstream.NotSent(err) {
+		return nil
+	}
+	detail := map[string]any{"operation": t.Operation}
+	return &Failure{Code: codeUnavailable, Detail: detail,
+		Message: fmt.Sprintf("The card service did not answer the %s call (the connection broke or time ran out after the request was sent). %s",
+			t.Name, t.mayHaveApplied(body, detail))}
+}
+
+// mayHaveApplied says, for a write whose outcome is unknown, how to settle it without applying
+// it twice: the idempotency key to repeat it with, or the read that shows it.
+func (t *Tool) mayHaveApplied(body json.RawMessage, detail map[string]any) string {
+	switch key := idempotencyKeyOf(t, body); {
+	case key != "":
+		detail["idempotencyKey"] = key
+		return fmt.Sprintf("It may have been applied: repeat the call with idempotencyKey %q, which returns what it made instead of making it twice.", key)
+	case t.Check != "":
+		return fmt.Sprintf("It may have been applied: check with %s before repeating it.", t.Check)
+	}
+	return "It may have been applied: read it back before repeating it."
 }
 
 // idempotencyKeyOf returns the idempotency key the call's body carried, "" when none.

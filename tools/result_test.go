@@ -226,3 +226,69 @@ func TestNonTextRefused(t *testing.T) {
 		t.Errorf("%d requests reached the card service", n)
 	}
 }
+
+// lostAnswers is a stand-in whose answers to matching requests are lost after the sandbox
+// applied them: the connection breaks before the answer arrives.
+type lostAnswers struct {
+	next   http.RoundTripper
+	method string
+	path   *regexp.Regexp
+	armed  atomic.Bool
+
+	mu   sync.Mutex
+	lost []byte // the last answer lost
+}
+
+func (l *lostAnswers) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(r)
+	if err != nil || !l.armed.Load() || r.Method != l.method || !l.path.MatchString(r.URL.Path) {
+		return resp, err
+	}
+	data, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	l.mu.Lock()
+	l.lost = data
+	l.mu.Unlock()
+	return nil, io.ErrUnexpectedEOF
+}
+
+// TestLostAnswers: a write that is not safe to repeat and whose answer was lost is not
+// answered "try again" (which could apply it twice) but with how to settle it.
+func TestLostAnswers(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, method, path, tool, args, want string
+		retryable                            bool
+	}{
+		{"create_worldbook", "POST", `/worldbook$`, "create_worldbook", `{"name":"Shoals"}`, "check with list_worldbooks", false},
+		{"create_card with a key picked for the call", "POST", `/role$`, "create_card", `{"roleName":"Once"}`, "repeat the call with idempotencyKey", false},
+		{"an idempotent write: try again", "PATCH", `/welcome$`, "set_opening_lines", `{"roleId":"ROLE","roleWelcome":"Hi."}`, "try again", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			la := &lostAnswers{method: tt.method, path: regexp.MustCompile(tt.path)}
+			e, _ := newTavernEnv(t, tavernEnvConfig{wrap: func(rt http.RoundTripper) http.RoundTripper {
+				la.next = rt
+				return la
+			}})
+			roleID := e.ok("create_card", `{"roleName":"Mira"}`)["roleId"].(string)
+			la.armed.Store(true)
+			env, msg := e.fail(tt.tool, strings.ReplaceAll(tt.args, "ROLE", roleID))
+			if env["error"] != codeUnavailable || env["retryable"] != tt.retryable || !strings.Contains(msg, tt.want) {
+				t.Fatalf("envelope %v", env)
+			}
+			if tt.tool == "create_card" {
+				la.armed.Store(false)
+				key := env["detail"].(map[string]any)["idempotencyKey"].(string)
+				again := e.ok("create_card", `{"roleName":"Once","idempotencyKey":"`+key+`"}`)
+				la.mu.Lock()
+				lost := string(la.lost)
+				la.mu.Unlock()
+				if !strings.Contains(lost, `"roleId":"`+again["roleId"].(string)+`"`) {
+					t.Errorf("the repeat with the named key made another card: %v; the lost answer: %s", again, lost)
+				}
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -130,7 +131,11 @@ const codeInputRequired = "input_required"
 // runTool runs one call and returns its result and its outcome code ("ok" or an error code);
 // err is the defect behind an "internal" outcome, for the log only.
 func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.CallToolRequest) (*mcp.CallToolResult, string, error) {
+	var body json.RawMessage // once known: what went upstream, for a lost answer's advice
 	fail := func(err error) (*mcp.CallToolResult, string, error) {
+		if f := t.lostAnswer(ctx, err, body); f != nil {
+			err = f
+		}
 		env, code, internal := outcome(ctx, err)
 		if !internal {
 			err = nil

@@ -97,6 +97,7 @@ func tavernTools() []Tool {
 				`Example: {"source":{"json":{"entries":{"0":{"uid":0,"key":["kraken"],"content":"A kraken haunts the Shoals.","comment":"Kraken"}},"name":"Shoals"}},"roleId":"r_8f2c1a"}`,
 			// Adds a worldbook or entries each time; deletes and replaces nothing.
 			Annotations: addHints(),
+			Check:       "list_worldbook_entries",
 			Handler:     importTavernWorldbook,
 			Summary: func(out map[string]any) string {
 				verb := "Added"

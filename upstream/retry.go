@@ -86,6 +86,11 @@ func retryDecision(err error, idempotent bool) (retry bool, reason string) {
 	return false, "not retryable"
 }
 
+// NotSent reports whether a failed call certainly never reached the card service: the
+// connection was never made. Any other transport failure may have come after the service
+// received, and applied, the request.
+func NotSent(err error) bool { return dialFailure(err) != "" }
+
 // dialFailure names a failure to connect (refused, unreachable, dial timeout); "" otherwise.
 // A name that does not resolve is not retried.
 func dialFailure(err error) string {
