@@ -32,6 +32,9 @@ type Options struct {
 	// LocalFiles lets the tavern import tools read files named by source.path (stdio: the user's
 	// own machine); nil refuses source.path (HTTP).
 	LocalFiles *LocalFiles
+	// Notifier, when set, writes the calls' progress and log notifications to the client at
+	// once, in order with the responses (stdio); nil queues them with mcp-go (HTTP).
+	Notifier Notifier
 }
 
 // NewServer returns the MCP server of the tools Filter selects, calling the card service through
@@ -69,7 +72,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
 	)
-	d := &deps{client: client, log: log, aside: opts.Aside, files: opts.LocalFiles}
+	d := &deps{client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier)}
 	if d.aside == nil {
 		d.aside = aside.NewMemory()
 	}
@@ -99,6 +102,7 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 
 // deps is what every tool handler is given besides its call.
 type deps struct {
+	notes  notifier
 	client *upstream.Client
 	log    *slog.Logger
 	aside  AsideStore
@@ -114,13 +118,14 @@ func toolHandler(t *Tool, d *deps) server.ToolHandlerFunc {
 	}
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		start := time.Now()
-		notifyStarted(ctx, t.Name)
+		d.notes.log(ctx, mcp.LoggingLevelDebug, map[string]any{"tool": t.Name, "event": "started"})
 		res, code, err := runTool(ctx, t, d, handle, req)
 		dur := time.Since(start)
 		logCall(ctx, d.log, t.Name, dur, code, err)
 		if code != codeInputRequired {
-			notifyClient(ctx, t.Name, dur, code, res)
+			notifyClient(ctx, d.notes, t.Name, dur, code, res)
 		}
+		d.notes.settle(ctx)
 		return res, nil
 	}
 }
@@ -153,7 +158,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if body, err = withIdempotencyKey(t, body); err != nil {
 		return fail(err)
 	}
-	call := &Call{Tool: t, Params: params, Body: body, Client: d.client, Progress: newProgress(ctx, req.Params.Meta, d.log),
+	call := &Call{Tool: t, Params: params, Body: body, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
 		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log}
 	data, err := handle(ctx, call)
 	var ask *needInput
@@ -196,25 +201,11 @@ func logCall(ctx context.Context, log *slog.Logger, tool string, d time.Duration
 	log.LogAttrs(ctx, level, "tool call", attrs...)
 }
 
-// notifyStarted tells the client, at debug level, that a call started. It goes out before any
-// work, so it reaches the client over streamable HTTP too, where a notification still queued when
-// the response is written can be lost (the outcome notice below is best effort there).
-func notifyStarted(ctx context.Context, tool string) {
-	if srv := server.ServerFromContext(ctx); srv != nil {
-		_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(mcp.LoggingLevelDebug, ServerName,
-			map[string]any{"tool": tool, "event": "started"}))
-	}
-}
-
 // notifyClient sends the client one log notification about the call, at a level that
 // logging/setLevel filters: info when it succeeded, notice for argument mistakes, warning for
 // errors of the card service, error for failures of ours. The data names the tool, outcome and
 // duration, and for an error its code and the envelope's message; never arguments or card text.
-func notifyClient(ctx context.Context, tool string, d time.Duration, code string, res *mcp.CallToolResult) {
-	srv := server.ServerFromContext(ctx)
-	if srv == nil {
-		return
-	}
+func notifyClient(ctx context.Context, notes notifier, tool string, d time.Duration, code string, res *mcp.CallToolResult) {
 	data := map[string]any{"tool": tool, "outcome": code, "durationMs": d.Milliseconds()}
 	level := mcp.LoggingLevelInfo
 	if code != "ok" {
@@ -230,5 +221,5 @@ func notifyClient(ctx context.Context, tool string, d time.Duration, code string
 			level = mcp.LoggingLevelWarning
 		}
 	}
-	_ = srv.SendLogMessageToClient(ctx, mcp.NewLoggingMessageNotification(level, ServerName, data))
+	notes.log(ctx, level, data)
 }

@@ -191,7 +191,7 @@ func BenchmarkEncodeResult(b *testing.B) {
 		if handle == nil {
 			handle = generic
 		}
-		data, err := handle(ctx, &Call{Tool: t, Params: params, Body: body, Client: e.client, Progress: newProgress(ctx, nil, nil)})
+		data, err := handle(ctx, &Call{Tool: t, Params: params, Body: body, Client: e.client, Progress: newProgress(nil, newNotifier(nil), nil)})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -38,6 +38,8 @@ type serverFlags struct {
 
 	// tavern configures the tavern toolset (kept-aside store, local files); see import.go.
 	tavern tavernConfig
+	// notifier (stdio) writes the calls' notifications in order with the responses.
+	notifier tools.Notifier
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -105,6 +107,7 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Version: programVersion(),
 
 		// The tavern toolset (import.go).
+		Notifier:   f.notifier,
 		Aside:      f.tavern.aside,
 		LocalFiles: f.tavern.files,
 	})

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"os"
+	"sync"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
@@ -24,6 +27,8 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f.tavern, err = stdioTavern(allowDirs, stderr); err != nil {
 		return err
 	}
+	out := &lineWriter{w: stdout}
+	f.notifier = out.notify
 	b, err := f.newBackend(stderr, "")
 	if err != nil {
 		return err
@@ -32,9 +37,33 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	s := server.NewStdioServer(b.mcp)
 	s.SetErrorLogger(log.New(stderr, "", 0))
 	// stdout carries the protocol and nothing else; a closed stdin ends the session cleanly.
-	err = s.Listen(ctx, os.Stdin, stdout)
+	err = s.Listen(ctx, os.Stdin, out)
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
 	}
 	return fmt.Errorf("stdio: %w", err)
+}
+
+// lineWriter is stdout shared by mcp-go's stdio server (responses, requests to the client) and
+// the tools' notifier, which writes a call's notifications at once so that they precede its
+// response (tools.Options.Notifier). Every Write is one whole JSON-RPC line, kept whole.
+type lineWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lineWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// notify writes one notification as a line.
+func (l *lineWriter) notify(_ context.Context, n mcp.JSONRPCNotification) error {
+	data, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("encode notification %s: %w", n.Method, err)
+	}
+	_, err = l.Write(append(data, '\n'))
+	return err
 }
