@@ -75,3 +75,49 @@ func TestOperationResultAck(t *testing.T) {
 		}
 	}
 }
+
+func TestPortable(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ name, in, want string }{
+		{"bare booleans in subschema places", `{"type":"object","properties":{"a":true,"b":false},"items":true,"additionalProperties":false}`,
+			`{"type":"object","properties":{"a":{},"b":{"not":{}}},"items":{},"additionalProperties":false}`},
+		{"a type list becomes anyOf", `{"type":["object","null"],"properties":{"x":{"type":"string"}},"required":["x"]}`,
+			`{"anyOf":[{"type":"object"},{"type":"null"}],"properties":{"x":{"type":"string"}},"required":["x"]}`},
+		{"beside an anyOf", `{"type":["string","number"],"anyOf":[{"minLength":1},{"minimum":1}]}`,
+			`{"allOf":[{"anyOf":[{"minLength":1},{"minimum":1}]},{"anyOf":[{"type":"string"},{"type":"number"}]}]}`},
+		{"deep, in then and allOf", `{"allOf":[{"if":{"properties":{"op":{"const":"delete"}}},"then":{"properties":{"name":false}}}]}`,
+			`{"allOf":[{"if":{"properties":{"op":{"const":"delete"}}},"then":{"properties":{"name":{"not":{}}}}}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var in, want map[string]any
+			if err := json.Unmarshal([]byte(tt.in), &in); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
+				t.Fatal(err)
+			}
+			if got := Portable(in); !reflect.DeepEqual(got, want) {
+				g, _ := json.Marshal(got)
+				t.Errorf("Portable(%s)\n got %s\nwant %s", tt.in, g, tt.want)
+			}
+		})
+	}
+}
+
+func TestPortableFoldsPlaceholders(t *testing.T) {
+	t.Parallel()
+	in := map[string]any{}
+	_ = json.Unmarshal([]byte(`{"type":"object","additionalProperties":false,
+		"allOf":[{"type":"object","description":"fields","properties":{"name":{"type":"string"},"n":{"type":"integer"}}},{"if":{"required":["x"]},"then":{"required":["name"]}}],
+		"properties":{"name":true,"n":true,"id":{"type":"string"}}}`), &in)
+	var want map[string]any
+	_ = json.Unmarshal([]byte(`{"type":"object","additionalProperties":false,
+		"allOf":[{"if":{"required":["x"]},"then":{"required":["name"]}}],
+		"properties":{"name":{"type":"string"},"n":{"type":"integer"},"id":{"type":"string"}}}`), &want)
+	if got := Portable(in); !reflect.DeepEqual(got, want) {
+		g, _ := json.Marshal(got)
+		t.Errorf("got %s", g)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -392,5 +393,53 @@ func TestLimitsAgree(t *testing.T) {
 	}
 	if got := LargestArgument(All()); got != int64(base64.StdEncoding.EncodedLen(tavern.MaxInputSize)) {
 		t.Errorf("LargestArgument = %d", got)
+	}
+}
+
+// TestSchemasPortable: no advertised schema holds a bare boolean where a subschema goes or a
+// list of types (forms some clients and providers refuse; the MCP Inspector's --strict check
+// flags them).
+func TestSchemasPortable(t *testing.T) {
+	t.Parallel()
+	var walk func(tool, path string, v any)
+	walk = func(tool, path string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if _, ok := x["type"].([]any); ok {
+				t.Errorf("%s %s: a list of types", tool, path)
+			}
+			for k, e := range x {
+				switch k {
+				case "properties", "patternProperties", "$defs":
+					for name, ps := range e.(map[string]any) {
+						if _, ok := ps.(bool); ok {
+							t.Errorf("%s %s/%s/%s: a bare boolean", tool, path, k, name)
+						}
+						walk(tool, path+"/"+k+"/"+name, ps)
+					}
+				case "items", "not", "if", "then", "else":
+					if _, ok := e.(bool); ok {
+						t.Errorf("%s %s/%s: a bare boolean", tool, path, k)
+					}
+					walk(tool, path+"/"+k, e)
+				case "examples", "default", "const", "enum":
+				default:
+					walk(tool, path+"/"+k, e)
+				}
+			}
+		case []any:
+			for i, e := range x {
+				walk(tool, fmt.Sprintf("%s/%d", path, i), e)
+			}
+		}
+	}
+	for _, tool := range All() {
+		for name, raw := range map[string]json.RawMessage{"input": tool.InputSchema(), "output": tool.OutputSchema()} {
+			var s any
+			if err := json.Unmarshal(raw, &s); err != nil {
+				t.Fatal(err)
+			}
+			walk(tool.Name, name, s)
+		}
 	}
 }

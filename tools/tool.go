@@ -160,6 +160,8 @@ func build(defs []Tool) ([]Tool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
 		}
+		// What is advertised is also what validates: one schema, in its portable form.
+		in, outSchema = schema.Portable(in), schema.Portable(outSchema)
 		if t.inputSchema, err = json.Marshal(in); err != nil {
 			return nil, fmt.Errorf("tools: %s: input schema: %w", t.Name, err)
 		}

@@ -1,0 +1,60 @@
+// What the tool list costs a model: the size of tools/list in bytes and in tokens of a BPE
+// tokenizer (cl100k_base, js-tiktoken), as the README states it beside the tool table. The test
+// fails when the README's figures are stale; UPDATE_README=1 rewrites them.
+import { it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { getEncoding } from 'js-tiktoken';
+
+import { connect, serverFor } from './lib/harness.mjs';
+
+const README = join(dirname(fileURLToPath(import.meta.url)), '..', 'README.md');
+const BEGIN = '<!-- tokens:begin -->';
+const END = '<!-- tokens:end -->';
+
+/** Measures tools/list of a server started with args. */
+async function measure(args) {
+  const server = await serverFor('stdio', { args });
+  const client = await connect('v1', server);
+  try {
+    const result = await client.listTools();
+    const json = JSON.stringify(result);
+    const enc = getEncoding('cl100k_base');
+    const perTool = result.tools.map((t) => enc.encode(JSON.stringify(t)).length);
+    return {
+      tools: result.tools.length,
+      bytes: Buffer.byteLength(json),
+      tokens: enc.encode(json).length,
+      largest: Math.max(...perTool),
+      largestName: result.tools[perTool.indexOf(Math.max(...perTool))].name,
+    };
+  } finally {
+    await client.close();
+  }
+}
+
+it('the README states what tools/list costs in tokens', async () => {
+  const all = await measure(['--sandbox']);
+  const readOnly = await measure(['--sandbox', '--read-only']);
+  const kb = (n) => (n / 1024).toFixed(1);
+  const text = [
+    BEGIN,
+    `\`tools/list\` with all ${all.tools} tools is ${kb(all.bytes)} KiB of JSON, **${all.tokens.toLocaleString('en-US')} tokens** ` +
+      `(cl100k_base, measured by \`e2e/tokens.test.mjs\`); the largest tool is \`${all.largestName}\` ` +
+      `(${all.largest.toLocaleString('en-US')} tokens). With \`--read-only\` (${readOnly.tools} tools): ` +
+      `${kb(readOnly.bytes)} KiB, ${readOnly.tokens.toLocaleString('en-US')} tokens. \`--toolsets\` and \`--tools\` trim it further.`,
+    END,
+  ].join('\n');
+  const readme = readFileSync(README, 'utf8');
+  const start = readme.indexOf(BEGIN);
+  const end = readme.indexOf(END);
+  assert.ok(start >= 0 && end > start, `README.md has no ${BEGIN} ... ${END} section`);
+  const current = readme.slice(start, end + END.length);
+  if (process.env.UPDATE_README) {
+    writeFileSync(README, readme.slice(0, start) + text + readme.slice(end + END.length));
+    return;
+  }
+  assert.equal(current, text, 'the README\'s tools/list figures are stale: rerun with UPDATE_README=1 bash e2e/run tokens.test.mjs');
+});

@@ -1,0 +1,151 @@
+package schema
+
+import "reflect"
+
+// Portable returns a self-contained schema rewritten into the forms every MCP client and model
+// provider accepts, with the same meaning: a bare true or false where a subschema is expected
+// (a property, an item) becomes {} or {"not": {}}, and a list of types ("type": ["object",
+// "null"]) becomes anyOf branches of one type each, the other keywords staying beside them
+// (they apply to their own instance types only). additionalProperties keeps its booleans, which
+// every client reads. The MCP Inspector's --strict check reports the first two forms as errors
+// and warnings.
+func Portable(s map[string]any) map[string]any {
+	out := make(map[string]any, len(s))
+	for k, v := range s {
+		switch k {
+		case "properties", "patternProperties", "$defs", "dependentSchemas":
+			m, ok := v.(map[string]any)
+			if !ok {
+				out[k] = v
+				continue
+			}
+			sub := make(map[string]any, len(m))
+			for name, ps := range m {
+				sub[name] = portableSchema(ps)
+			}
+			out[k] = sub
+		case "items", "contains", "not", "if", "then", "else", "propertyNames", "unevaluatedItems":
+			out[k] = portableSchema(v)
+		case "additionalProperties", "unevaluatedProperties":
+			if m, ok := v.(map[string]any); ok {
+				out[k] = Portable(m)
+			} else {
+				out[k] = v
+			}
+		case "allOf", "anyOf", "oneOf", "prefixItems":
+			list, ok := v.([]any)
+			if !ok {
+				out[k] = v
+				continue
+			}
+			sub := make([]any, len(list))
+			for i, e := range list {
+				sub[i] = portableSchema(e)
+			}
+			out[k] = sub
+		default:
+			out[k] = v
+		}
+	}
+	foldPlaceholders(out)
+	types, ok := out["type"].([]any)
+	if !ok {
+		return out
+	}
+	delete(out, "type")
+	branches := make([]any, len(types))
+	for i, t := range types {
+		branches[i] = map[string]any{"type": t}
+	}
+	if existing, has := out["anyOf"]; has {
+		delete(out, "anyOf")
+		allOf, _ := out["allOf"].([]any)
+		out["allOf"] = append(allOf, map[string]any{"anyOf": existing}, map[string]any{"anyOf": branches})
+	} else {
+		out["anyOf"] = branches
+	}
+	return out
+}
+
+// foldPlaceholders replaces the placeholders ({} for a name listed only so that
+// additionalProperties: false lets it pass) among s's properties by the property's schema from
+// an allOf branch that defines it (S and {} together mean S), and drops a branch left saying
+// nothing more than s itself: an object schema whose every property s now has, the same.
+func foldPlaceholders(s map[string]any) {
+	props, ok := s["properties"].(map[string]any)
+	allOf, ok2 := s["allOf"].([]any)
+	if !ok || !ok2 {
+		return
+	}
+	for _, b := range allOf {
+		bm, ok := b.(map[string]any)
+		if !ok {
+			continue
+		}
+		bp, ok := bm["properties"].(map[string]any)
+		if !ok {
+			continue
+		}
+		for name, def := range bp {
+			if cur, ok := props[name].(map[string]any); ok && len(cur) == 0 {
+				props[name] = def
+			}
+		}
+	}
+	kept := allOf[:0]
+	for _, b := range allOf {
+		if !redundantBranch(b, s, props) {
+			kept = append(kept, b)
+		}
+	}
+	if len(kept) == 0 {
+		delete(s, "allOf")
+	} else {
+		s["allOf"] = kept
+	}
+}
+
+// redundantBranch reports whether an allOf branch of parent constrains nothing parent does not:
+// only type (parent's own), description and properties that parent has identically.
+func redundantBranch(b any, parent, props map[string]any) bool {
+	bm, ok := b.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, v := range bm {
+		switch k {
+		case "description", "title":
+		case "type":
+			if !reflect.DeepEqual(v, parent["type"]) {
+				return false
+			}
+		case "properties":
+			bp, ok := v.(map[string]any)
+			if !ok {
+				return false
+			}
+			for name, def := range bp {
+				if !reflect.DeepEqual(props[name], def) {
+					return false
+				}
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// portableSchema is Portable for a value in a subschema's place.
+func portableSchema(v any) any {
+	switch x := v.(type) {
+	case bool:
+		if x {
+			return map[string]any{}
+		}
+		return map[string]any{"not": map[string]any{}}
+	case map[string]any:
+		return Portable(x)
+	}
+	return v
+}
