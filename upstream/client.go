@@ -51,6 +51,7 @@ type Client struct {
 	timeout   time.Duration
 	maxBytes  int64
 	refresher Refresher // the TokenSource when it is one; nil otherwise
+	table     *schema.Table
 	// sleep waits between attempts; tests replace it to record the delays instead.
 	sleep func(ctx context.Context, d time.Duration) error
 }
@@ -65,7 +66,12 @@ type options struct {
 	retry     RetryPolicy
 	timeout   time.Duration
 	maxBytes  int64
+	table     *schema.Table
 }
+
+// WithContract makes the client call the operations of t (the embedded contract with a user's
+// corrections, schema.LoadOverride) instead of the embedded contract's.
+func WithContract(t *schema.Table) Option { return func(o *options) { o.table = t } }
 
 // WithTransport sends requests through rt (for example an in-process handler) instead of
 // the default HTTP transport; the client still adds the token and follows its redirect rules.
@@ -129,6 +135,9 @@ func New(apiHost string, ts TokenSource, opts ...Option) (*Client, error) {
 	if o.transport == nil {
 		o.transport = defaultTransport()
 	}
+	if o.table == nil {
+		o.table = schema.Embedded()
+	}
 	c := &Client{
 		baseURL:   host.String() + basePath,
 		origin:    originOf(host),
@@ -137,6 +146,7 @@ func New(apiHost string, ts TokenSource, opts ...Option) (*Client, error) {
 		retry:     o.retry,
 		timeout:   o.timeout,
 		maxBytes:  o.maxBytes,
+		table:     o.table,
 		sleep:     sleepCtx,
 	}
 	c.refresher, _ = ts.(Refresher)
@@ -170,7 +180,7 @@ func (c *Client) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String
 // token source that reports an *AuthError makes Call return an *Error "unauthorized" with the
 // AuthError's message; any other failure of the token source is an *Error "unavailable".
 func (c *Client) Call(ctx context.Context, operationID string, params map[string]string, body any, out any) error {
-	op, ok := schema.Lookup(operationID)
+	op, ok := c.table.Lookup(operationID)
 	if !ok {
 		return fmt.Errorf("upstream: the contract has no operation %q", operationID)
 	}

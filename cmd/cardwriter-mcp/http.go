@@ -63,6 +63,9 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		if pub, err = af.resolvePublicURL(base, loopback); err != nil {
 			return err
 		}
+		if f.sandbox && f.contract != "" {
+			return errContractWithSandbox
+		}
 		if f.sandbox {
 			// With authorization, the sandbox must be a real service the browser can reach:
 			// it runs beside this server on a loopback port of its own.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/schema"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
@@ -27,6 +28,7 @@ type serverFlags struct {
 	sandbox     bool
 	sandboxData string
 	apiHost     string
+	contract    string
 	toolsets    string
 	tools       string
 	readOnly    bool
@@ -46,6 +48,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.sandbox, "sandbox", false, "run the card service sandbox in-process with a signed-in demo user (no account, no network)")
 	fs.StringVar(&f.sandboxData, "sandbox-data", "", "with --sandbox: file that keeps the sandbox's state across restarts (default: memory only)")
 	fs.StringVar(&f.apiHost, "api-host", "", "the card service's address, e.g. https://api.example.com (the API is under /open/v1)")
+	fs.StringVar(&f.contract, "contract", "", "an OpenAPI 3.1 file whose operations correct the embedded contract's guesses (x-assumed), by operationId: method, path, parameters, body, responses")
 	fs.StringVar(&f.toolsets, "toolsets", "", "comma-separated toolsets to serve (default: all): "+strings.Join(tools.Toolsets(), ", "))
 	fs.StringVar(&f.tools, "tools", "", "comma-separated tool names to serve (default: all in the chosen toolsets)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "serve only tools that change nothing (readOnlyHint)")
@@ -70,37 +73,11 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		return nil, err
 	}
 	b := &backend{logger: logger}
-	var client *upstream.Client
-	opts := []upstream.Option{upstream.WithUserAgent(userAgent()), upstream.WithLogger(logger)}
-	switch {
-	case f.sandbox:
-		if f.apiHost != "" {
-			return nil, errors.New("--sandbox and --api-host exclude each other: the sandbox is the card service")
-		}
-		if sandboxBase == "" {
-			sandboxBase = sandboxHost
-		}
-		svc, err := sandbox.New(sandbox.Options{DataFile: f.sandboxData, DemoToken: os.Getenv("CARDWRITER_SANDBOX_TOKEN"), BaseURL: sandboxBase, Logger: logger.With("component", "sandbox")})
-		if err != nil {
-			return nil, fmt.Errorf("sandbox: %w", err)
-		}
-		b.sandbox = svc
-		client, err = upstream.New(sandboxHost, upstream.StaticToken(svc.DemoToken()), append(opts, upstream.WithTransport(svc.RoundTripper()))...)
-		if err != nil {
-			return nil, err
-		}
-	case f.apiHost == "":
-		return nil, errors.New("set --api-host (or CARDWRITER_API_HOST) to the card service's address, or use --sandbox to try it offline")
-	default:
-		ts, err := f.tokenSource(logger)
-		if err != nil {
-			return nil, err
-		}
-		client, err = upstream.New(f.apiHost, ts, opts...)
-		if err != nil {
-			return nil, fmt.Errorf("--api-host: %w", err)
-		}
+	client, svc, err := f.newClient(logger, sandboxBase)
+	if err != nil {
+		return nil, err
 	}
+	b.sandbox = svc
 	b.mcp, err = tools.NewServer(client, tools.Options{
 		Filter:  tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
 		Logger:  logger,
@@ -115,6 +92,68 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		return nil, err
 	}
 	return b, nil
+}
+
+// newClient builds the card service client: of the in-process sandbox (returned too) with
+// --sandbox, else of --api-host with its token, calling the operations of --contract when set.
+func (f *serverFlags) newClient(logger *slog.Logger, sandboxBase string) (*upstream.Client, *sandbox.Service, error) {
+	opts := []upstream.Option{upstream.WithUserAgent(userAgent()), upstream.WithLogger(logger)}
+	if f.contract != "" {
+		if f.sandbox {
+			return nil, nil, errContractWithSandbox
+		}
+		table, err := loadContract(f.contract)
+		if err != nil {
+			return nil, nil, err
+		}
+		logger.Info("card service contract corrected", "file", f.contract)
+		opts = append(opts, upstream.WithContract(table))
+	}
+	switch {
+	case f.sandbox:
+		if f.apiHost != "" {
+			return nil, nil, errors.New("--sandbox and --api-host exclude each other: the sandbox is the card service")
+		}
+		if sandboxBase == "" {
+			sandboxBase = sandboxHost
+		}
+		svc, err := sandbox.New(sandbox.Options{DataFile: f.sandboxData, DemoToken: os.Getenv("CARDWRITER_SANDBOX_TOKEN"), BaseURL: sandboxBase, Logger: logger.With("component", "sandbox")})
+		if err != nil {
+			return nil, nil, fmt.Errorf("sandbox: %w", err)
+		}
+		client, err := upstream.New(sandboxHost, upstream.StaticToken(svc.DemoToken()), append(opts, upstream.WithTransport(svc.RoundTripper()))...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return client, svc, nil
+	case f.apiHost == "":
+		return nil, nil, errors.New("set --api-host (or CARDWRITER_API_HOST) to the card service's address, or use --sandbox to try it offline")
+	}
+	ts, err := f.tokenSource(logger)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := upstream.New(f.apiHost, ts, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("--api-host: %w", err)
+	}
+	return client, nil, nil
+}
+
+// errContractWithSandbox refuses --contract beside --sandbox.
+var errContractWithSandbox = errors.New("--contract corrects what the real card service is guessed to be; the sandbox follows the embedded contract: drop --sandbox or --contract")
+
+// loadContract reads a --contract file and applies it to the embedded contract.
+func loadContract(path string) (*schema.Table, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--contract: %w", err)
+	}
+	table, err := schema.LoadOverride(path, data)
+	if err != nil {
+		return nil, fmt.Errorf("--contract: %w", err)
+	}
+	return table, nil
 }
 
 // tokenSource picks the card service token: CARDWRITER_TOKEN when set; otherwise, for stdio,

@@ -1,0 +1,71 @@
+package upstream_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/cardwriter/cardwriter-mcp/schema"
+	"github.com/cardwriter/cardwriter-mcp/upstream"
+)
+
+// TestWithContractChangesTheRequest: a corrected contract changes the request the service
+// receives (here the trial upsert as POST), and nothing else.
+func TestWithContractChangesTheRequest(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var seen []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPut {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+			_, _ = w.Write([]byte(`{"error":"method_not_allowed","message":"Use POST."}`))
+			return
+		}
+		_, _ = w.Write([]byte(`{"clientKey":"k-1","roleId":"r1"}`))
+	}))
+	defer srv.Close()
+	table, err := schema.LoadOverride("fix.json", []byte(`{"openapi":"3.1.0","paths":{"/trial-cards/{clientKey}":{"post":{
+		"operationId":"upsertTrialCard","parameters":[{"$ref":"#/components/parameters/ClientKeyPath"}],
+		"requestBody":{"required":true,"content":{"application/json":{"schema":{"$ref":"#/components/schemas/TrialUpsertInput"}}}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := json.RawMessage(`{"card":{"roleName":"Mira"}}`)
+	for _, tc := range []struct {
+		name   string
+		opts   []upstream.Option
+		want   string
+		status int
+	}{
+		{"embedded contract", nil, "PUT /open/v1/trial-cards/k-1", http.StatusMethodNotAllowed},
+		{"corrected contract", []upstream.Option{upstream.WithContract(table)}, "POST /open/v1/trial-cards/k-1", 0},
+	} {
+		c, err := upstream.New(srv.URL, upstream.StaticToken("t"), append(tc.opts, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out json.RawMessage
+		err = c.Call(context.Background(), "upsertTrialCard", map[string]string{"clientKey": "k-1"}, body, &out)
+		var apiErr *upstream.Error
+		switch {
+		case tc.status == 0 && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.status != 0 && (!errors.As(err, &apiErr) || apiErr.Status != tc.status):
+			t.Errorf("%s: %v, want status %d", tc.name, err, tc.status)
+		}
+		mu.Lock()
+		last := seen[len(seen)-1]
+		mu.Unlock()
+		if last != tc.want {
+			t.Errorf("%s: the service saw %s, want %s", tc.name, last, tc.want)
+		}
+	}
+}
