@@ -102,8 +102,10 @@ func TestRequestValidation(t *testing.T) {
 		{"empty query", "GET", "/role/detail?roleId=", nil, nil, 400, "invalid_request", "query", "/roleId"},
 		{"repeated query", "GET", "/role/detail?roleId=a&roleId=b", nil, nil, 400, "invalid_request", "query", "/roleId"},
 		{"malformed query", "GET", "/role/detail?roleId=%zz", nil, nil, 400, "invalid_request", "query", "/"},
-		{"bad path param", "GET", "/trial-cards/-dash", nil, nil, 400, "invalid_request", "path", "/clientKey"},
-		{"long path param", "GET", "/trial-cards/" + strings.Repeat("k", 65), nil, nil, 400, "invalid_request", "path", "/clientKey"},
+		// The upsert names a trial of the caller's: its key has the contract's pattern. (The read
+		// and the delete take any key: the document restricts none.)
+		{"bad path param", "PUT", "/trial-cards/-dash", `{"card":{"roleName":"a"}}`, nil, 400, "invalid_request", "path", "/clientKey"},
+		{"long path param", "PUT", "/trial-cards/" + strings.Repeat("k", 65), `{"card":{"roleName":"a"}}`, nil, 400, "invalid_request", "path", "/clientKey"},
 		{"path before body", "PUT", "/trial-cards/-dash", `{}`, nil, 400, "invalid_request", "path", "/clientKey"},
 		{"unknown path", "GET", "/nope", nil, nil, 404, "not_found", "", ""},
 		{"unknown method", "DELETE", "/me", nil, nil, 404, "not_found", "", ""},
