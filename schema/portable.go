@@ -14,16 +14,7 @@ func Portable(s map[string]any) map[string]any {
 	for k, v := range s {
 		switch k {
 		case "properties", "patternProperties", "$defs", "dependentSchemas":
-			m, ok := v.(map[string]any)
-			if !ok {
-				out[k] = v
-				continue
-			}
-			sub := make(map[string]any, len(m))
-			for name, ps := range m {
-				sub[name] = portableSchema(ps)
-			}
-			out[k] = sub
+			out[k] = eachSchema(v, portableSchema)
 		case "items", "contains", "not", "if", "then", "else", "propertyNames", "unevaluatedItems":
 			out[k] = portableSchema(v)
 		case "additionalProperties", "unevaluatedProperties":
@@ -33,16 +24,7 @@ func Portable(s map[string]any) map[string]any {
 				out[k] = v
 			}
 		case "allOf", "anyOf", "oneOf", "prefixItems":
-			list, ok := v.([]any)
-			if !ok {
-				out[k] = v
-				continue
-			}
-			sub := make([]any, len(list))
-			for i, e := range list {
-				sub[i] = portableSchema(e)
-			}
-			out[k] = sub
+			out[k] = eachSchema(v, portableSchema)
 		default:
 			out[k] = v
 		}

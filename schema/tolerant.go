@@ -36,17 +36,8 @@ func Tolerant(s map[string]any) map[string]any {
 				continue
 			}
 			out[k] = tolerantValue(v)
-		case k == "properties" || k == "$defs" || k == "patternProperties" || k == "dependentSchemas":
-			m, ok := v.(map[string]any)
-			if !ok {
-				out[k] = v
-				continue
-			}
-			sub := make(map[string]any, len(m))
-			for name, ps := range m {
-				sub[name] = tolerantValue(ps)
-			}
-			out[k] = sub
+		case k == "properties" || k == "patternProperties" || k == "$defs" || k == "dependentSchemas":
+			out[k] = eachSchema(v, tolerantValue)
 		case k == "oneOf":
 			out["anyOf"] = tolerantValue(v)
 		case k == "required":
@@ -69,19 +60,32 @@ func Tolerant(s map[string]any) map[string]any {
 	return out
 }
 
-// tolerantValue applies Tolerant to a subschema or a list of them; other values are kept.
-func tolerantValue(v any) any {
+// eachSchema applies f to each subschema of a keyword's value: the values of a map of them
+// (properties) or the items of a list of them (allOf); any other value is kept.
+func eachSchema(v any, f func(any) any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		return Tolerant(x)
+		out := make(map[string]any, len(x))
+		for name, s := range x {
+			out[name] = f(s)
+		}
+		return out
 	case []any:
 		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = tolerantValue(e)
+		for i, s := range x {
+			out[i] = f(s)
 		}
 		return out
 	}
 	return v
+}
+
+// tolerantValue applies Tolerant to a subschema or a list of them; other values are kept.
+func tolerantValue(v any) any {
+	if m, ok := v.(map[string]any); ok {
+		return Tolerant(m)
+	}
+	return eachSchema(v, tolerantValue)
 }
 
 // typesOf returns the JSON type(s) of a schema's const or enum values, so that dropping them

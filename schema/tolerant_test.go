@@ -8,7 +8,7 @@ import (
 
 func TestTolerant(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ name, in, want string }{
+	tests := []schemaCase{
 		{"closed object opens", `{"type":"object","additionalProperties":false,"properties":{"a":{"type":"string"}}}`,
 			`{"type":"object","properties":{"a":{"type":"string"}}}`},
 		{"value constraints go, types stay", `{"type":"string","pattern":"^[0-9a-f]{64}$","format":"date-time","minLength":1,"enum":["a"]}`,
@@ -27,6 +27,15 @@ func TestTolerant(t *testing.T) {
 			`{"type":"object","additionalProperties":{"type":"string"}}`},
 		{"examples are not schemas", `{"type":"object","examples":[{"format":"png"}]}`, `{"type":"object","examples":[{"format":"png"}]}`},
 	}
+	checkTransform(t, "Tolerant", Tolerant, tests)
+}
+
+// schemaCase is one schema transformation: from in to want (JSON).
+type schemaCase struct{ name, in, want string }
+
+// checkTransform runs the cases of a schema transformation.
+func checkTransform(t *testing.T, name string, f func(map[string]any) map[string]any, tests []schemaCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -37,9 +46,9 @@ func TestTolerant(t *testing.T) {
 			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
 				t.Fatal(err)
 			}
-			if got := Tolerant(in); !reflect.DeepEqual(got, want) {
+			if got := f(in); !reflect.DeepEqual(got, want) {
 				g, _ := json.Marshal(got)
-				t.Errorf("Tolerant(%s)\n got %s\nwant %s", tt.in, g, tt.want)
+				t.Errorf("%s(%s)\n got %s\nwant %s", name, tt.in, g, tt.want)
 			}
 		})
 	}
@@ -78,7 +87,7 @@ func TestOperationResultAck(t *testing.T) {
 
 func TestPortable(t *testing.T) {
 	t.Parallel()
-	tests := []struct{ name, in, want string }{
+	tests := []schemaCase{
 		{"bare booleans in subschema places", `{"type":"object","properties":{"a":true,"b":false},"items":true,"additionalProperties":false}`,
 			`{"type":"object","properties":{"a":{},"b":{"not":{}}},"items":{},"additionalProperties":false}`},
 		{"a type list becomes anyOf", `{"type":["object","null"],"properties":{"x":{"type":"string"}},"required":["x"]}`,
@@ -88,22 +97,7 @@ func TestPortable(t *testing.T) {
 		{"deep, in then and allOf", `{"allOf":[{"if":{"properties":{"op":{"const":"delete"}}},"then":{"properties":{"name":false}}}]}`,
 			`{"allOf":[{"if":{"properties":{"op":{"const":"delete"}}},"then":{"properties":{"name":{"not":{}}}}}]}`},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel()
-			var in, want map[string]any
-			if err := json.Unmarshal([]byte(tt.in), &in); err != nil {
-				t.Fatal(err)
-			}
-			if err := json.Unmarshal([]byte(tt.want), &want); err != nil {
-				t.Fatal(err)
-			}
-			if got := Portable(in); !reflect.DeepEqual(got, want) {
-				g, _ := json.Marshal(got)
-				t.Errorf("Portable(%s)\n got %s\nwant %s", tt.in, g, tt.want)
-			}
-		})
-	}
+	checkTransform(t, "Portable", Portable, tests)
 }
 
 func TestPortableFoldsPlaceholders(t *testing.T) {
