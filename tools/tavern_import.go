@@ -263,7 +263,7 @@ func (r *cardImport) avatar(ctx context.Context) error {
 	case len(img) == 0:
 		return nil
 	case len(img) > maxUploadBytes:
-		r.notes = append(r.notes, fmt.Sprintf("The card's image (%d bytes) is larger than the 8 MiB the card service takes, so the card has no avatar; "+
+		r.notes = append(r.notes, fmt.Sprintf("The card's image (%d bytes) is larger than the 8 MiB cardwriter-mcp uploads, so the card has no avatar; "+
 			"an export uses a placeholder image.", len(img)))
 		return nil
 	case r.rec.AvatarImageID != "":
@@ -299,7 +299,7 @@ func (r *cardImport) worldbook(ctx context.Context) (int, error) {
 		r.steps.doing = "find the worldbook of an earlier run"
 		if _, err := c.Client.GetWorldbook(ctx, r.worldbookID); err != nil {
 			var apiErr *upstream.Error
-			if !errors.As(err, &apiErr) || apiErr.Code != "worldbook_not_found" {
+			if !errors.As(err, &apiErr) || apiErr.Status != http.StatusNotFound {
 				return 0, err
 			}
 			r.worldbookID = "" // gone: make it again

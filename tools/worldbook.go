@@ -45,7 +45,7 @@ func worldbookTools() []Tool {
 			Title:   "Get a worldbook",
 			Description: "Get one worldbook's metadata by worldbookId. " +
 				"Returns name, description, tags, format, entryCount and boundRoleIds (the cards it is bound to). " +
-				"Use list_worldbook_entries for the entries themselves. An unknown worldbookId gives worldbook_not_found.\n\n" +
+				"Use list_worldbook_entries for the entries themselves. An unknown worldbookId gives a not-found error.\n\n" +
 				`Example: {"worldbookId":"wb_41d0e7"}`,
 			Operation:   "getWorldbook",
 			Annotations: readHints(),
