@@ -546,3 +546,44 @@ func TestHTTPArgumentLimitsAreToolResults(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPKeptAsideSurvivesRestart: what an import keeps aside over HTTP is in --state-dir, so
+// an export after a restart still restores it (it was lost with the process before).
+func TestHTTPKeptAsideSurvivesRestart(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	args := []string{"--sandbox-data", filepath.Join(dir, "sandbox.json"), "--state-dir", filepath.Join(dir, "state")}
+	card := map[string]any{"spec": "chara_card_v2", "spec_version": "2.0", "data": map[string]any{
+		"name": "Captain Vey", "description": "A smuggler.", "personality": "", "scenario": "", "first_mes": "Late again.",
+		"mes_example": "", "creator_notes": "", "system_prompt": "", "post_history_instructions": "", "alternate_greetings": []any{},
+		"tags": []any{"sci-fi"}, "creator": "someone", "character_version": "7", "extensions": map[string]any{"e2e": map[string]any{"kept": true}},
+	}}
+	var roleID string
+	t.Run("import, then stop", func(t *testing.T) {
+		base := startHTTP(t, args...)
+		cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		out := call(ctx, t, cs, "import_tavern_card", map[string]any{"source": map[string]any{"json": card}}, false)
+		roleID, _ = out["roleId"].(string)
+	})
+	if roleID == "" {
+		t.Fatal("no card imported")
+	}
+	base := startHTTP(t, args...)
+	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	out := call(ctx, t, cs, "export_tavern_card", map[string]any{"roleId": roleID}, false)
+	data, _ := out["card"].(map[string]any)["data"].(map[string]any)
+	ext, _ := data["extensions"].(map[string]any)
+	if data["creator"] != "someone" || data["character_version"] != "7" || fmt.Sprint(ext["e2e"]) != "map[kept:true]" {
+		t.Errorf("after a restart the export lost what was kept aside: %v", data)
+	}
+}

@@ -9,14 +9,34 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cardwriter/cardwriter-mcp/aside"
 	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 )
+
+// httpAside is the HTTP server's kept-aside store (what imported tavern files hold that the
+// card service cannot): files under <state-dir>/aside, so that a restart loses none of it;
+// memory only beside an in-memory sandbox, whose cards a restart loses anyway.
+func httpAside(f *serverFlags, af *httpAuthFlags) (tools.AsideStore, error) {
+	if f.sandbox && f.sandboxData == "" {
+		return nil, nil
+	}
+	dir, err := af.stateDirectory()
+	if err != nil {
+		return nil, err
+	}
+	store, err := aside.NewFile(filepath.Join(dir, "aside"))
+	if err != nil {
+		return nil, fmt.Errorf("kept-aside store: %w", err)
+	}
+	return store, nil
+}
 
 // httpProtocolVersions are the MCP revisions served over streamable HTTP, newest first.
 var httpProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
@@ -45,6 +65,9 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	mode, err := af.resolveMode(f.sandbox)
 	if err != nil {
+		return err
+	}
+	if f.tavern.aside, err = httpAside(&f, &af); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", *addr)

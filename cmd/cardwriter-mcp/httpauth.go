@@ -36,7 +36,7 @@ type httpAuthFlags struct {
 func (a *httpAuthFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&a.mode, "auth", "", "authorization of /mcp: proxy (this server is the MCP clients' OAuth server and the card service's OAuth client), passthrough (clients bring card service tokens; for deployments inside the card service's domain) or none (default: proxy; none with --sandbox)")
 	fs.StringVar(&a.publicURL, "public-url", "", "the origin clients reach this server at, e.g. https://mcp.example.com (the OAuth issuer; the MCP resource is it + /mcp); default http://<listen address> on loopback")
-	fs.StringVar(&a.stateDir, "state-dir", "", "proxy mode: directory of the authorization state (clients, consents, grants, hashed tokens, sealed card service tokens) (default <user config dir>/cardwriter-mcp/http-state)")
+	fs.StringVar(&a.stateDir, "state-dir", "", "directory of what the server keeps: the kept-aside data of imported tavern files (aside/) and, in proxy mode, the authorization state (clients, consents, grants, hashed tokens, sealed card service tokens) (default <user config dir>/cardwriter-mcp/http-state)")
 	fs.StringVar(&a.stateKey, "state-key", "", "proxy mode: base64 of 32 random bytes that seal the card service's tokens and sign cookies; prefer the environment variable (default: generated into <state-dir>/state.key)")
 	fs.DurationVar(&a.accessTTL, "access-token-ttl", proxy.DefaultAccessTokenTTL, "proxy mode: lifetime of the access tokens this server issues (never past the card service's grant)")
 	fs.DurationVar(&a.refreshTTL, "refresh-token-ttl", proxy.DefaultRefreshTokenTTL, "proxy mode: lifetime of a refresh token this server issues, renewed at every rotation")
@@ -79,6 +79,18 @@ type httpAuth struct {
 	close   func()
 }
 
+// stateDirectory returns --state-dir, or its default <config dir>/http-state.
+func (a *httpAuthFlags) stateDirectory() (string, error) {
+	if a.stateDir != "" {
+		return a.stateDir, nil
+	}
+	d, err := auth.Dir()
+	if err != nil {
+		return "", fmt.Errorf("--state-dir: %w", err)
+	}
+	return filepath.Join(d, "http-state"), nil
+}
+
 // newHTTPAuth builds the authorization of mode for the card service at apiHost.
 func newHTTPAuth(mode, pub, apiHost string, a *httpAuthFlags, idle time.Duration, logger *slog.Logger, stderr io.Writer) (*httpAuth, error) {
 	apiOpts := []upstream.Option{upstream.WithUserAgent(userAgent()), upstream.WithLogger(logger.With("component", "auth"))}
@@ -105,13 +117,9 @@ func newHTTPAuth(mode, pub, apiHost string, a *httpAuthFlags, idle time.Duration
 		fmt.Fprintf(stderr, "authorization: passthrough (clients sign in at %s; their tokens are forwarded)\n", apiHost)
 		return &httpAuth{protect: p.Protect, handler: p.Handler(), close: func() { close(stop) }}, nil
 	case authProxy:
-		dir := a.stateDir
-		if dir == "" {
-			d, err := auth.Dir()
-			if err != nil {
-				return nil, fmt.Errorf("--state-dir: %w", err)
-			}
-			dir = filepath.Join(d, "http-state")
+		dir, err := a.stateDirectory()
+		if err != nil {
+			return nil, err
 		}
 		store, err := proxy.OpenFileStore(dir)
 		if err != nil {
