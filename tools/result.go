@@ -152,23 +152,17 @@ func idempotencyKeyOf(t *Tool, body json.RawMessage) string {
 // withIdempotencyKey returns the body of a call of an operation with an idempotency key, with a
 // fresh key in it when the caller gave none: the call's retries carry it, and an error can
 // name it, so that the caller can repeat the call without making a second card.
-func withIdempotencyKey(t *Tool, body json.RawMessage) (json.RawMessage, error) {
+func withIdempotencyKey(t *Tool, body json.RawMessage) json.RawMessage {
 	if t.op.IdempotencyKey == "" || body == nil || idempotencyKeyOf(t, body) != "" {
-		return body, nil
+		return body
 	}
 	key := upstream.NewIdempotencyKey()
-	field, err := json.Marshal(t.op.IdempotencyKey)
-	if err != nil {
-		return nil, err
-	}
-	value, err := json.Marshal(key)
-	if err != nil {
-		return nil, err
-	}
+	field, _ := json.Marshal(t.op.IdempotencyKey) // strings: these cannot fail
+	value, _ := json.Marshal(key)
 	rest := bytes.TrimSpace(body)[1:] // after the object's "{"
 	out := append(append(append(append([]byte("{"), field...), ':'), value...), ',')
 	if len(bytes.TrimSpace(rest)) == 1 { // "}": the object was empty
 		out = out[:len(out)-1]
 	}
-	return append(out, rest...), nil
+	return append(out, rest...)
 }

@@ -155,9 +155,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if err != nil {
 		return fail(err)
 	}
-	if body, err = withIdempotencyKey(t, body); err != nil {
-		return fail(err)
-	}
+	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
 		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log}
 	data, err := handle(ctx, call)
