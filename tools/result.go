@@ -45,28 +45,28 @@ func (t *Tool) ackResult(data json.RawMessage, params map[string]string) (map[st
 	if err != nil {
 		out = map[string]any{}
 	}
-	for _, p := range t.op.Params {
-		if v, ok := params[p.Name]; ok && p.In == "path" {
-			out[p.Name] = v
-		}
-	}
-	out["ok"] = true
+	t.addActedOn(out, params)
 	if t.output.Validate(out) != nil {
 		// Fields of the answer that are not what the contract names them: keep only what
 		// is certain.
-		clean := map[string]any{"ok": true}
-		for _, p := range t.op.Params {
-			if v, ok := params[p.Name]; ok && p.In == "path" {
-				clean[p.Name] = v
-			}
-		}
-		out = clean
+		out = map[string]any{}
+		t.addActedOn(out, params)
 	}
 	raw, err := json.Marshal(out)
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode the result of %s: %w", t.Name, err)
 	}
 	return out, raw, nil
+}
+
+// addActedOn sets in out the path parameters the call acted on, and ok.
+func (t *Tool) addActedOn(out map[string]any, params map[string]string) {
+	for _, p := range t.op.Params {
+		if v, ok := params[p.Name]; ok && p.In == "path" {
+			out[p.Name] = v
+		}
+	}
+	out["ok"] = true
 }
 
 // unreadable is the Failure of a 2xx answer that is no result of the tool's operation.
