@@ -66,7 +66,10 @@ func authoringTools() []Tool {
 			Operation:   "updateCardProfile",
 			Annotations: replaceHints(),
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("Updated the profile of card %s %s.", str(out, "roleId"), quoted(str(out, "roleName")))
+				if name := str(out, "roleName"); name != "" {
+					return fmt.Sprintf("Updated the profile of card %s %s.", str(out, "roleId"), quoted(name))
+				}
+				return fmt.Sprintf("Updated the profile of card %s.", str(out, "roleId"))
 			},
 		},
 		{
@@ -96,7 +99,10 @@ func authoringTools() []Tool {
 			// Not destructive: it changes who may see the card, not what it says.
 			Annotations: hints(false, false, true, true),
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("Card %s is now %s.", str(out, "roleId"), str(out, "roleVisibility"))
+				if v := str(out, "roleVisibility"); v != "" {
+					return fmt.Sprintf("Card %s is now %s.", str(out, "roleId"), v)
+				}
+				return fmt.Sprintf("Set the visibility of card %s.", str(out, "roleId"))
 			},
 		},
 		{
@@ -126,7 +132,10 @@ func authoringTools() []Tool {
 			Annotations: hints(false, false, false, true),
 			Handler:     publishCard,
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("Submitted card %s for review (reviewStatus %s).", str(out, "roleId"), str(out, "reviewStatus"))
+				if status := str(out, "reviewStatus"); status != "" {
+					return fmt.Sprintf("Submitted card %s for review (reviewStatus %s).", str(out, "roleId"), status)
+				}
+				return fmt.Sprintf("Submitted card %s for review.", str(out, "roleId"))
 			},
 		},
 		{

@@ -292,3 +292,30 @@ func TestLostAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestAckSummaries: a write the service answers with no body still gets a summary that reads
+// well (no empty fields).
+func TestAckSummaries(t *testing.T) {
+	t.Parallel()
+	tests := []struct{ tool, want string }{
+		{"update_card_profile", "Updated the profile of card r_1."},
+		{"publish_card", "Submitted card r_1 for review."},
+		{"set_card_visibility", "Set the visibility of card r_1."},
+		{"set_opening_lines", "Saved the opening lines of card r_1."},
+		{"write_card_document", "Saved the text sections of card r_1."},
+	}
+	tools := map[string]Tool{}
+	for _, tool := range All() {
+		tools[tool.Name] = tool
+	}
+	for _, tt := range tests {
+		tool := tools[tt.tool]
+		out, _, err := tool.ackResult(nil, map[string]string{"roleId": "r_1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := tool.Summary(out); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.tool, got, tt.want)
+		}
+	}
+}
