@@ -21,6 +21,8 @@ const (
 	codePayloadTooLarge   = "payload_too_large"
 	codeValidationFailed  = "validation_failed"
 	codeInternal          = "internal"
+	codeRateLimited       = "rate_limited" // the faults only (faults.go)
+	codeUnavailable       = "unavailable"  // the faults only (faults.go)
 )
 
 // statusOf maps an error code to its HTTP status (design.md section 3).
@@ -37,6 +39,8 @@ var statusOf = map[string]int{
 	codePayloadTooLarge:   http.StatusRequestEntityTooLarge,
 	codeValidationFailed:  http.StatusUnprocessableEntity,
 	codeInternal:          http.StatusInternalServerError,
+	codeRateLimited:       http.StatusTooManyRequests,
+	codeUnavailable:       http.StatusServiceUnavailable,
 }
 
 // apiError is an error the sandbox answers with the error envelope.
@@ -65,7 +69,7 @@ type envelope struct {
 }
 
 func (e *apiError) envelope() envelope {
-	return envelope{Error: e.code, Message: e.message, Retryable: e.status() >= 500, Detail: e.detail}
+	return envelope{Error: e.code, Message: e.message, Retryable: e.status() >= 500 || e.status() == http.StatusTooManyRequests, Detail: e.detail}
 }
 
 func newError(code, message string, detail map[string]any) *apiError {

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
@@ -35,7 +36,10 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		in.Proto, in.ProtoMajor, in.ProtoMinor = "HTTP/1.1", 1, 1
 	}
 	rec := &recorder{header: http.Header{}}
-	rt.h.ServeHTTP(rec, in)
+	if aborted := serveRecovering(rt.h, rec, in); aborted {
+		// The handler closed the connection (a fault): the client sees it broken.
+		return nil, errConnectionClosed
+	}
 	if err := req.Context().Err(); err != nil {
 		return nil, err
 	}
@@ -57,6 +61,24 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		ContentLength: int64(len(body)),
 		Request:       req,
 	}, nil
+}
+
+// errConnectionClosed is what the in-process transport returns when the handler aborts, as a
+// network transport fails when the server closes the connection before the answer is complete.
+var errConnectionClosed = fmt.Errorf("sandbox: the connection was closed before the answer was complete: %w", io.ErrUnexpectedEOF)
+
+// serveRecovering serves in with h and reports whether the handler aborted (http.ErrAbortHandler).
+func serveRecovering(h http.Handler, w http.ResponseWriter, in *http.Request) (aborted bool) {
+	defer func() {
+		if v := recover(); v != nil {
+			if v != http.ErrAbortHandler {
+				panic(v)
+			}
+			aborted = true
+		}
+	}()
+	h.ServeHTTP(w, in)
+	return false
 }
 
 // recorder is a minimal http.ResponseWriter that keeps the response in memory.

@@ -234,11 +234,17 @@ func (s *Service) serveAPI(w http.ResponseWriter, r *http.Request, rest string) 
 		}
 		rq.body = body
 	}
-	status, data, err := s.run(rt, rq)
-	if err != nil {
-		return rt.op.ID, s.writeError(w, op, err)
+	respond := func(w http.ResponseWriter) int {
+		status, data, err := s.run(rt, rq)
+		if err != nil {
+			return s.writeError(w, op, err)
+		}
+		return s.writeJSON(w, op, status, data)
 	}
-	return rt.op.ID, s.writeJSON(w, op, status, data)
+	if f := s.opts.Faults; f != nil && f.applies(rt.op.ID) {
+		return rt.op.ID, s.serveFaulty(w, r, rt.op.ID, respond)
+	}
+	return rt.op.ID, respond(w)
 }
 
 // authenticate maps the bearer token of r to its user: a pre-issued token, or a live OAuth access

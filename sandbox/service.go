@@ -25,6 +25,7 @@ type Options struct {
 	CheckResponses bool             // validate every response against the contract; a mismatch becomes 500 internal
 	TrialSlots     int              // default 5
 	TrialTTL       time.Duration    // default 24h
+	Faults         *Faults          // nil: none; latency and failures on purpose (faults.go)
 
 	// The OAuth server (oauth.go). Each is 0 for its default; short values let clients test refresh.
 	AccessTokenTTL  time.Duration // lifetime of an issued access token; default DefaultAccessTokenTTL (1h)

@@ -20,6 +20,7 @@ func runSandbox(ctx context.Context, args []string, _, stderr io.Writer) error {
 	accessTTL := fs.Duration("access-token-ttl", sandbox.DefaultAccessTokenTTL, "lifetime of the access tokens the sandbox's OAuth server issues (a short one lets you test refresh)")
 	refreshTTL := fs.Duration("refresh-token-ttl", sandbox.DefaultRefreshTokenTTL, "lifetime of a refresh token (each refresh rotates it and starts a new one)")
 	codeTTL := fs.Duration("auth-code-ttl", sandbox.DefaultAuthCodeTTL, "lifetime of an authorization code")
+	faultSpec := fs.String("faults", "", "make the API slow and unreliable on purpose, e.g. seed=7,latency=5ms-40ms,429=0.1,reset-after=0.05 (see the README)")
 	var lf logFlags
 	lf.register(fs)
 	if err := parseFlags(fs, args, map[string][]string{"demo-token": {"CARDWRITER_SANDBOX_TOKEN"}}); err != nil {
@@ -29,18 +30,27 @@ func runSandbox(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	var faults *sandbox.Faults
+	if *faultSpec != "" {
+		if faults, err = sandbox.ParseFaults(*faultSpec); err != nil {
+			return fmt.Errorf("--faults: %w", err)
+		}
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
 	svc, err := sandbox.New(sandbox.Options{DataFile: *data, DemoToken: *demoToken, BaseURL: base, Logger: logger,
-		AccessTokenTTL: *accessTTL, RefreshTokenTTL: *refreshTTL, AuthCodeTTL: *codeTTL})
+		AccessTokenTTL: *accessTTL, RefreshTokenTTL: *refreshTTL, AuthCodeTTL: *codeTTL, Faults: faults})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("sandbox: %w", err)
 	}
 	fmt.Fprintf(stderr, "card service sandbox: API at %s/open/v1\n", base)
+	if faults != nil {
+		fmt.Fprintf(stderr, "faults on: %s\n", *faultSpec)
+	}
 	fmt.Fprintf(stderr, "OAuth server: %s/.well-known/oauth-authorization-server (sign in as the demo user in the browser)\n", base)
 	if *demoToken == "" {
 		// The demo token is random and exists only in this process: print it so a person can use it.
