@@ -44,9 +44,13 @@ type Faults struct {
 	Rates   map[Fault]float64 // probability per request; they add up to at most 1
 	// Operations, when not empty, limits faults and latency to these operationIds.
 	Operations []string
+	// Limit, when positive, is how many faults are injected in all; the requests after them
+	// meet none (so that a client's retry can succeed).
+	Limit int
 
-	mu  sync.Mutex
-	rnd *rand.Rand
+	injected int
+	mu       sync.Mutex
+	rnd      *rand.Rand
 }
 
 // Latency is the delay added before each request: Min when Max is 0; uniform in [Min, Max];
@@ -58,7 +62,7 @@ type Latency struct {
 
 // ParseFaults reads a fault specification: comma-separated key=value pairs, where seed=N,
 // latency=D (fixed), latency=D1-D2 (uniform), latency=exp:D (exponential with mean D),
-// ops=opA+opB (only these operations), and FAULT=P for each fault (429, 500, 503, reset-before,
+// ops=opA+opB (only these operations), count=N (at most N faults in all), and FAULT=P for each fault (429, 500, 503, reset-before,
 // reset-after, truncate, slow-body, stall) with a probability P in [0, 1].
 // Example: "seed=7,latency=5ms-40ms,429=0.1,reset-after=0.05".
 func ParseFaults(spec string) (*Faults, error) {
@@ -88,6 +92,12 @@ func ParseFaults(spec string) (*Faults, error) {
 			f.Latency = l
 		case "ops":
 			f.Operations = strings.Split(value, "+")
+		case "count":
+			n, err := strconv.Atoi(value)
+			if err != nil || n < 0 {
+				return nil, fmt.Errorf("count %q is not a non-negative integer", value)
+			}
+			f.Limit = n
 		default:
 			fault := Fault(key)
 			if !slices.Contains(faultOrder, fault) {
@@ -158,9 +168,13 @@ func (f *Faults) draw() (time.Duration, Fault) {
 		delay = l.Min
 	}
 	x := f.rnd.Float64()
+	if f.Limit > 0 && f.injected >= f.Limit {
+		return delay, ""
+	}
 	for _, fault := range faultOrder {
 		p := f.Rates[fault]
 		if x < p {
+			f.injected++
 			return delay, fault
 		}
 		x -= p

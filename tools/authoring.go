@@ -128,6 +128,7 @@ func authoringTools() []Tool {
 				"already waiting for review is refused with conflict. Reports progress (2 steps) when the client asks for it.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation: "publishCard",
+			Check:     "get_card",
 			// Not idempotent: a second submission is refused with conflict.
 			Annotations: hints(false, false, false, true),
 			Handler:     publishCard,

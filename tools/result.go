@@ -96,16 +96,16 @@ func (t *Tool) unreadable(data, body json.RawMessage, cause error) *Failure {
 	return &Failure{Code: codeUnexpectedResponse, Message: msg, Detail: detail}
 }
 
-// lostAnswer returns, for a write that is not safe to repeat, the Failure of a call whose
-// answer was lost on the way (the connection broke or the deadline passed after the request
-// may have reached the service): not "try again", which could apply it twice, but how to find
-// out whether it was applied. nil for any other error.
+// lostAnswer returns, for a write, the Failure of a call whose answer was lost on the way (the
+// connection broke or the deadline passed after the request may have reached the service):
+// never "could not be reached". A write safe to repeat says so; any other says how to find out
+// whether it was applied (not "try again", which could apply it twice). nil for any other error.
 func (t *Tool) lostAnswer(ctx context.Context, err error, body json.RawMessage) *Failure {
-	// A repeat of a read or of an idempotent write changes nothing more, except a create whose
-	// key the caller does not know yet (it was picked for the call): that one must be named.
+	// A repeat of an idempotent write changes nothing more, except a create whose key the
+	// caller does not know yet (it was picked for the call): that one must be named.
 	repeatable := (t.op.Idempotent && t.op.IdempotencyKey == "") ||
 		(t.Operation == "" && t.Annotations.IdempotentHint != nil && *t.Annotations.IdempotentHint)
-	if t.ReadOnly() || repeatable {
+	if t.ReadOnly() {
 		return nil
 	}
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
@@ -118,9 +118,12 @@ func (t *Tool) lostAnswer(ctx context.Context, err error, body json.RawMessage) 
 		return nil
 	}
 	detail := map[string]any{"operation": t.Operation}
-	return &Failure{Code: codeUnavailable, Detail: detail,
-		Message: fmt.Sprintf("The card service did not answer the %s call (the connection broke or time ran out after the request was sent). %s",
-			t.Name, t.mayHaveApplied(body, detail))}
+	what := fmt.Sprintf("The card service did not answer the %s call (the connection broke or time ran out after the request was sent).", t.Name)
+	if repeatable {
+		return &Failure{Code: codeUnavailable, Retryable: true, Detail: detail,
+			Message: what + " It may have been applied; repeating the same call is safe: it changes nothing more."}
+	}
+	return &Failure{Code: codeUnavailable, Detail: detail, Message: what + " " + t.mayHaveApplied(body, detail)}
 }
 
 // mayHaveApplied says, for a write whose outcome is unknown, how to settle it without applying

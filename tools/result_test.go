@@ -262,7 +262,7 @@ func TestLostAnswers(t *testing.T) {
 	}{
 		{"create_worldbook", "POST", `/worldbook$`, "create_worldbook", `{"name":"Shoals"}`, "check with list_worldbooks", false},
 		{"create_card with a key picked for the call", "POST", `/role$`, "create_card", `{"roleName":"Once"}`, "repeat the call with idempotencyKey", false},
-		{"an idempotent write: try again", "PATCH", `/welcome$`, "set_opening_lines", `{"roleId":"ROLE","roleWelcome":"Hi."}`, "try again", true},
+		{"an idempotent write: safe to repeat", "PATCH", `/welcome$`, "set_opening_lines", `{"roleId":"ROLE","roleWelcome":"Hi."}`, "repeating the same call is safe", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -37,6 +37,7 @@ type tavernEnvConfig struct {
 	roots  []string                                            // folders the client declares as roots; nil: no roots capability
 	rootsH func(context.Context) (*mcp.ListRootsResult, error) // replaces the roots answer
 	modern bool                                                // speak MCP 2026-07-28 (multi round-trip requests)
+	client []upstream.Option                                   // more options of the card service client (they win)
 }
 
 // rootsHandler answers roots/list with fixed folders.
@@ -78,7 +79,7 @@ func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 	}
 	ct := &countingTransport{next: rt}
 	up, err := upstream.New("http://sandbox.localhost", upstream.StaticToken(svc.DemoToken()),
-		upstream.WithTransport(ct), upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
+		append([]upstream.Option{upstream.WithTransport(ct), upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1})}, cfg.client...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -176,7 +176,9 @@ func (c *Client) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, c.String
 // request is sent. An operation with an idempotency key gets a fresh one in its body when
 // the body has none, and every retry carries the same key (a caller that needs to know the
 // key fills it beforehand with NewIdempotencyKey). When the TokenSource is a Refresher, a 401
-// "unauthorized" answer makes Call refresh the token once and send the request once more; a
+// "unauthorized" answer makes Call refresh the token once and send the request once more. A
+// DELETE retried after an attempt whose answer was lost, and then answered 404, succeeded (the
+// lost attempt deleted it), and Call returns nil with out untouched. A
 // token source that reports an *AuthError makes Call return an *Error "unauthorized" with the
 // AuthError's message; any other failure of the token source is an *Error "unavailable".
 func (c *Client) Call(ctx context.Context, operationID string, params map[string]string, body any, out any) error {
@@ -200,11 +202,18 @@ func (c *Client) Call(ctx context.Context, operationID string, params map[string
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 	}
-	refreshed := 0 // 1 once the token was refreshed; that retry is not the RetryPolicy's
+	refreshed := 0        // 1 once the token was refreshed; that retry is not the RetryPolicy's
+	maybeApplied := false // an earlier attempt may have reached the service before it failed
 	for attempt := 1; ; attempt++ {
 		sent := &sentToken{}
 		err := c.attempt(context.WithValue(ctx, sentTokenKey{}, sent), op, target, payload, out, attempt)
 		if err == nil {
+			return nil
+		}
+		if maybeApplied && op.Method == http.MethodDelete && isNotFound(err) {
+			// The attempt whose answer was lost deleted it: the delete is done.
+			c.logger.LogAttrs(ctx, slog.LevelInfo, "card service delete retried after a lost answer found it done",
+				slog.String("operation", op.ID), slog.Int("attempt", attempt))
 			return nil
 		}
 		var authErr *AuthError
@@ -232,6 +241,10 @@ func (c *Client) Call(ctx context.Context, operationID string, params map[string
 		if !retry {
 			return err
 		}
+		var apiAnswer *Error
+		if !errors.As(err, &apiAnswer) && !NotSent(err) {
+			maybeApplied = true
+		}
 		wait := c.retry.backoff(attempt - refreshed)
 		var apiErr *Error
 		if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
@@ -251,6 +264,12 @@ func (c *Client) Call(ctx context.Context, operationID string, params map[string
 			return fmt.Errorf("card service: %s: %w; last attempt: %w", op.ID, serr, err)
 		}
 	}
+}
+
+// isNotFound reports a 404 answer.
+func isNotFound(err error) bool {
+	var apiErr *Error
+	return errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound
 }
 
 // isUnauthorized reports a 401 "unauthorized" answer: the service refused the token.

@@ -69,3 +69,41 @@ func TestWithContractChangesTheRequest(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteAfterLostAnswer: a DELETE whose answer was lost (the connection broke after the
+// service applied it) and whose retry finds nothing succeeded; a DELETE of nothing at the
+// first attempt is still not found.
+func TestDeleteAfterLostAnswer(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		calls++
+		n := calls
+		mu.Unlock()
+		if n == 1 && r.URL.Path == "/open/v1/trial-cards/lost" {
+			// Applied, then the connection breaks before the answer.
+			hj, _ := w.(http.Hijacker)
+			conn, _, _ := hj.Hijack()
+			conn.Close()
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"error":"trial_not_found","message":"No live trial card exists under this clientKey."}`))
+	}))
+	defer srv.Close()
+	c, err := upstream.New(srv.URL, upstream.StaticToken("t"), upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 3}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Call(context.Background(), "deleteTrialCard", map[string]string{"clientKey": "lost"}, nil, nil); err != nil {
+		t.Errorf("the delete whose answer was lost: %v, want success", err)
+	}
+	var apiErr *upstream.Error
+	err = c.Call(context.Background(), "deleteTrialCard", map[string]string{"clientKey": "never"}, nil, nil)
+	if !errors.As(err, &apiErr) || apiErr.Code != "trial_not_found" {
+		t.Errorf("the delete of nothing: %v, want trial_not_found", err)
+	}
+}
