@@ -35,6 +35,8 @@ type Options struct {
 	// Notifier, when set, writes the calls' progress and log notifications to the client at
 	// once, in order with the responses (stdio); nil queues them with mcp-go (HTTP).
 	Notifier Notifier
+	// Calls, when set, counts the calls under way (see Calls.Wait).
+	Calls *Calls
 }
 
 // NewServer returns the MCP server of the tools Filter selects, calling the card service through
@@ -72,7 +74,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
 	)
-	d := &deps{client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier)}
+	d := &deps{client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls}
 	if d.aside == nil {
 		d.aside = aside.NewMemory()
 	}
@@ -103,6 +105,7 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 // deps is what every tool handler is given besides its call.
 type deps struct {
 	notes  notifier
+	calls  *Calls
 	client *upstream.Client
 	log    *slog.Logger
 	aside  AsideStore
@@ -117,6 +120,10 @@ func toolHandler(t *Tool, d *deps) server.ToolHandlerFunc {
 		handle = generic
 	}
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if d.calls != nil {
+			d.calls.begin()
+			defer d.calls.end()
+		}
 		start := time.Now()
 		d.notes.log(ctx, mcp.LoggingLevelDebug, map[string]any{"tool": t.Name, "event": "started"})
 		res, code, err := runTool(ctx, t, d, handle, req)

@@ -55,6 +55,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	hosts := fs.String("allowed-hosts", "", "comma-separated Host header values accepted besides loopback names (needed behind a proxy; the --public-url host always is)")
 	maxBody := fs.Int64("max-body-bytes", defaultMaxBody(), "largest MCP request body accepted, in bytes")
 	idle := fs.Duration("session-idle-ttl", 30*time.Minute, "end MCP sessions idle this long")
+	drain := fs.Duration("drain-timeout", defaultDrain, "on SIGTERM, how long the calls under way may take to finish before the server exits")
 	var af httpAuthFlags
 	af.register(fs)
 	if err := parseFlags(fs, args, nil); err != nil {
@@ -156,7 +157,9 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "MCP endpoint: %s/mcp\n", base)
 	b.logger.Info("serving MCP over streamable HTTP", "addr", ln.Addr().String(), "auth", mode, "sandbox", withSandbox, "version", programVersion())
-	err = serve(ctx, ln, mux, b.logger)
+	// On SIGTERM: no new connection, the sessions' GET streams closed (new requests of those
+	// sessions get 404), the calls under way finished within --drain-timeout.
+	err = serveDraining(ctx, ln, mux, b.logger, *drain, func() { streamable.CloseSessions(context.Background()) })
 	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if cerr := streamable.Shutdown(closeCtx); cerr != nil && !errors.Is(cerr, http.ErrServerClosed) {

@@ -66,10 +66,25 @@ func runSandbox(ctx context.Context, args []string, _, stderr io.Writer) error {
 func serve(ctx context.Context, ln net.Listener, handler http.Handler, logger interface {
 	Info(string, ...any)
 }) error {
+	return serveDraining(ctx, ln, handler, logger, defaultDrain, nil)
+}
+
+// defaultDrain is how long a server lets running requests finish after SIGTERM.
+const defaultDrain = 30 * time.Second
+
+// serveDraining serves handler on ln until ctx ends, then drains: it stops accepting
+// connections, calls onDrain (which ends long-lived streams), lets the requests under way
+// finish for at most drain, and returns.
+func serveDraining(ctx context.Context, ln net.Listener, handler http.Handler, logger interface {
+	Info(string, ...any)
+}, drain time.Duration, onDrain func()) error {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
+	}
+	if onDrain != nil {
+		srv.RegisterOnShutdown(onDrain)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -78,8 +93,8 @@ func serve(ctx context.Context, ln net.Listener, handler http.Handler, logger in
 		return err
 	case <-ctx.Done():
 	}
-	logger.Info("shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	logger.Info("shutting down: finishing the requests under way", "grace", drain)
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), drain)
 	defer cancel()
 	if err := srv.Shutdown(shutdownCtx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)

@@ -42,6 +42,8 @@ type serverFlags struct {
 	tavern tavernConfig
 	// notifier (stdio) writes the calls' notifications in order with the responses.
 	notifier tools.Notifier
+	// calls (stdio) counts the calls under way, which the end of the input waits for.
+	calls *tools.Calls
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -85,6 +87,7 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,
+		Calls:      f.calls,
 		Aside:      f.tavern.aside,
 		LocalFiles: f.tavern.files,
 	})
