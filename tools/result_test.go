@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
+	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
 // variant is one answer of a stand-in card service that differs from the sandbox in a way the
@@ -317,5 +318,21 @@ func TestAckSummaries(t *testing.T) {
 		if got := tool.Summary(out); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.tool, got, tt.want)
 		}
+	}
+}
+
+// TestLimitedCallIsAResult: a call over the server's limits is a retryable tool result that
+// says why, and sends nothing upstream.
+func TestLimitedCallIsAResult(t *testing.T) {
+	t.Parallel()
+	e, _ := newTavernEnv(t, tavernEnvConfig{client: []upstream.Option{upstream.WithLimits(upstream.Limits{UserRate: 0.001, UserBurst: 1})}})
+	e.ok("list_trial_cards", `{}`)
+	before := e.requests.n.Load()
+	env, msg := e.fail("list_trial_cards", `{}`)
+	if env["error"] != "rate_limited" || env["retryable"] != true || !strings.Contains(msg, "per second") {
+		t.Errorf("envelope %v", env)
+	}
+	if e.requests.n.Load() != before {
+		t.Error("the limited call reached the card service")
 	}
 }

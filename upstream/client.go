@@ -50,7 +50,9 @@ type Client struct {
 	retry     RetryPolicy
 	timeout   time.Duration
 	maxBytes  int64
-	refresher Refresher // the TokenSource when it is one; nil otherwise
+	refresher Refresher                            // the TokenSource when it is one; nil otherwise
+	tokenOf   func(context.Context) (Token, error) // the TokenSource's Token (a func: never printed)
+	limiter   *limiter                             // nil: no limits
 	table     *schema.Table
 	// sleep waits between attempts; tests replace it to record the delays instead.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -67,6 +69,7 @@ type options struct {
 	timeout   time.Duration
 	maxBytes  int64
 	table     *schema.Table
+	limits    *Limits
 }
 
 // WithContract makes the client call the operations of t (the embedded contract with a user's
@@ -147,7 +150,11 @@ func New(apiHost string, ts TokenSource, opts ...Option) (*Client, error) {
 		timeout:   o.timeout,
 		maxBytes:  o.maxBytes,
 		table:     o.table,
+		tokenOf:   ts.Token,
 		sleep:     sleepCtx,
+	}
+	if o.limits != nil {
+		c.limiter = newLimiter(*o.limits)
 	}
 	c.refresher, _ = ts.(Refresher)
 	c.http = &http.Client{
@@ -201,6 +208,16 @@ func (c *Client) Call(ctx context.Context, operationID string, params map[string
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.timeout)
 		defer cancel()
+	}
+	if c.limiter != nil {
+		token, err := c.tokenOf(ctx)
+		if err == nil { // without a token the call fails below, with the token source's error
+			release, err := c.limiter.acquire(ctx, op.ID, token)
+			if err != nil {
+				return err
+			}
+			defer release()
+		}
 	}
 	refreshed := 0        // 1 once the token was refreshed; that retry is not the RetryPolicy's
 	maybeApplied := false // an earlier attempt may have reached the service before it failed

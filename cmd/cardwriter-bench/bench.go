@@ -91,13 +91,18 @@ func newBench(ctx context.Context, cfg config, args []string) (*bench, error) {
 }
 
 // httpAuthArgs returns "--auth none" when `http` has an --auth flag: the harness measures the
-// server with its upstream token from CARDWRITER_TOKEN and no client authorization on /mcp.
+// server with its upstream token from CARDWRITER_TOKEN and no client authorization on /mcp;
+// and no per-user limits when it has them (the harness is one user at full load).
 func httpAuthArgs(bin string) []string {
 	out, _ := exec.Command(bin, "http", "--help").CombinedOutput()
+	var args []string
 	if regexp.MustCompile(`(?m)^\s+--auth\s*$`).Match(out) {
-		return []string{"--auth", "none"}
+		args = append(args, "--auth", "none")
 	}
-	return nil
+	if regexp.MustCompile(`(?m)^\s+--user-rate\s*$`).Match(out) {
+		args = append(args, "--user-rate", "0", "--user-concurrency", "0", "--upstream-concurrency", "0")
+	}
+	return args
 }
 
 func (b *bench) close() {

@@ -18,6 +18,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/tools"
+	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
 // httpAside is the HTTP server's kept-aside store (what imported tavern files hold that the
@@ -56,6 +57,11 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	maxBody := fs.Int64("max-body-bytes", defaultMaxBody(), "largest MCP request body accepted, in bytes")
 	idle := fs.Duration("session-idle-ttl", 30*time.Minute, "end MCP sessions idle this long")
 	drain := fs.Duration("drain-timeout", defaultDrain, "on SIGTERM, how long the calls under way may take to finish before the server exits")
+	var limits upstream.Limits
+	fs.IntVar(&limits.UserConcurrency, "user-concurrency", 8, "card service calls one user may have under way at once (0: no limit)")
+	fs.Float64Var(&limits.UserRate, "user-rate", 20, "card service calls one user may start per second, with bursts of twice that (0: no limit)")
+	fs.IntVar(&limits.Concurrency, "upstream-concurrency", 64, "card service calls under way at once, all users together (0: no limit)")
+	callTimeout := fs.Duration("call-timeout", upstream.DefaultTimeout, "deadline of one card service call, its retries included")
 	var af httpAuthFlags
 	af.register(fs)
 	if err := parseFlags(fs, args, nil); err != nil {
@@ -63,6 +69,15 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if *maxBody <= 0 {
 		return fmt.Errorf("--max-body-bytes must be positive, got %d", *maxBody)
+	}
+	if limits.UserConcurrency < 0 || limits.Concurrency < 0 || limits.UserRate < 0 || *callTimeout <= 0 {
+		return errors.New("--user-concurrency, --user-rate and --upstream-concurrency must not be negative, and --call-timeout must be positive")
+	}
+	f.callTimeout = *callTimeout
+	if !f.sandbox {
+		// The limits protect a card service shared by many users; an in-process or side
+		// sandbox serves one tester.
+		f.limits = &limits
 	}
 	mode, err := af.resolveMode(f.sandbox)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -44,6 +45,9 @@ type serverFlags struct {
 	notifier tools.Notifier
 	// calls (stdio) counts the calls under way, which the end of the input waits for.
 	calls *tools.Calls
+	// limits and callTimeout (http) protect the card service and the users from one another.
+	limits      *upstream.Limits
+	callTimeout time.Duration
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -101,6 +105,12 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 // --sandbox, else of --api-host with its token, calling the operations of --contract when set.
 func (f *serverFlags) newClient(logger *slog.Logger, sandboxBase string) (*upstream.Client, *sandbox.Service, error) {
 	opts := []upstream.Option{upstream.WithUserAgent(userAgent()), upstream.WithLogger(logger)}
+	if f.limits != nil {
+		opts = append(opts, upstream.WithLimits(*f.limits))
+	}
+	if f.callTimeout > 0 {
+		opts = append(opts, upstream.WithTimeout(f.callTimeout))
+	}
 	if f.contract != "" {
 		if f.sandbox {
 			return nil, nil, errContractWithSandbox
