@@ -78,6 +78,3 @@ func TestLimits(t *testing.T) {
 		}
 	})
 }
-
-
-
