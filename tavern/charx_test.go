@@ -91,6 +91,9 @@ func TestReadCHARXErrors(t *testing.T) {
 		{"not a card", makeZip(t, [2]string{"card.json", `{"spec":"lorebook_v3","data":{}}`}), "CHARX card.json: input is a lorebook"},
 		{"zip bomb", bomb.Bytes(), "the limit is"},
 		{"corrupt zip", []byte("PK\x03\x04garbage"), "CHARX: zip"},
+		{"a member leaving the archive", makeZip(t, [2]string{"card.json", `{"spec":"chara_card_v3","data":{"name":"X"}}`}, [2]string{"../../x.png", "x"}), `CHARX member "../../x.png" has an unsafe path`},
+		{"an absolute member", makeZip(t, [2]string{"/etc/x.png", "x"}, [2]string{"card.json", `{}`}), `CHARX member "/etc/x.png" has an unsafe path`},
+		{"a drive letter", makeZip(t, [2]string{"card.json", `{}`}, [2]string{`C:\x.png`, "x"}), "has an unsafe path"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -60,6 +60,9 @@ func readCHARX(data []byte) (*Card, Format, error) {
 	var card *zip.File
 	for _, f := range zr.File {
 		name := strings.TrimPrefix(strings.ReplaceAll(f.Name, "\\", "/"), "./")
+		if !localZipName(name) {
+			return nil, Format{}, fmt.Errorf("CHARX member %q has an unsafe path (absolute, or leaving the archive with ..): the file is refused", f.Name)
+		}
 		if _, dup := files[name]; !dup {
 			files[name] = f
 		}
@@ -87,6 +90,20 @@ func readCHARX(data []byte) (*Card, Format, error) {
 	}
 	c.Avatar = charxAvatar(root, files)
 	return c, Format{Container: "charx", Spec: spec}, nil
+}
+
+// localZipName reports whether a zip member's name (slashes only) stays inside the archive:
+// relative, no ".." element, no drive or NUL.
+func localZipName(name string) bool {
+	if name == "" || strings.HasPrefix(name, "/") || strings.ContainsRune(name, 0) || strings.Contains(name, ":") {
+		return false
+	}
+	for _, elem := range strings.Split(name, "/") {
+		if elem == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // readZipFile reads a zip member, refusing to decompress more than MaxInputSize bytes.
