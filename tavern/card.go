@@ -324,6 +324,14 @@ func cardObject(c *Card, spec string) (*obj, error) {
 		root.set("spec_version", "2.0")
 	}
 	root.set("data", data)
+	if spec == SpecV2 {
+		// A V2 chara chunk also carries the V1 fields at its root, as SillyTavern writes it,
+		// so that readers of V1 cards see the card too.
+		for _, k := range v1Fields {
+			v, _ := data.get(k)
+			root.set(k, v)
+		}
+	}
 	// setRest skips spec, spec_version and data: they are set already.
 	root.setRest(extMap(c.Extensions, extRoot))
 	return root, nil

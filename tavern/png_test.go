@@ -145,7 +145,15 @@ func TestWritePNG(t *testing.T) {
 	}
 	diff(t, "chara spec", "chara_card_v2", chunkJSON(t, out, "chara")["spec"])
 	diff(t, "ccv3 spec", "chara_card_v3", chunkJSON(t, out, "ccv3")["spec"])
-	v2data := chunkJSON(t, out, "chara")["data"].(map[string]any)
+	chara := chunkJSON(t, out, "chara")
+	v2data := chara["data"].(map[string]any)
+	// The V1 fields at the chunk's root too, as SillyTavern writes them, for V1 readers.
+	for _, k := range v1Fields {
+		diff(t, "chara root "+k, v2data[k], chara[k])
+	}
+	if chara["name"] == "" || chara["first_mes"] == "" {
+		t.Errorf("the chara chunk's root has no name or first message: %v", chara)
+	}
 	if _, ok := v2data["group_only_greetings"]; ok {
 		t.Error("V2 backfill carries the V3-only group_only_greetings")
 	}
