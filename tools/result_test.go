@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"io"
+	"log/slog"
 	"net/http"
 	"regexp"
 	"strings"
@@ -334,5 +335,38 @@ func TestLimitedCallIsAResult(t *testing.T) {
 	}
 	if e.requests.n.Load() != before {
 		t.Error("the limited call reached the card service")
+	}
+}
+
+// TestAuditLog: one line per write, naming who (a digest, never the token), the tool, the ids
+// and the outcome, without the content; none for reads.
+func TestAuditLog(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(p) })
+	e, _ := newTavernEnv(t, tavernEnvConfig{opts: Options{Audit: slog.New(slog.NewJSONHandler(w, nil))}})
+	roleID := e.ok("create_card", `{"roleName":"Secret Name"}`)["roleId"].(string)
+	e.ok("set_opening_lines", `{"roleId":"`+roleID+`","roleWelcome":"A secret first line."}`)
+	e.ok("get_card", `{"roleId":"`+roleID+`"}`)
+	e.fail("get_card", `{"roleId":"nope"}`)
+	e.fail("set_opening_lines", `{"roleId":"nope","roleWelcome":"x"}`)
+	mu.Lock()
+	out := buf.String()
+	mu.Unlock()
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d audit lines, want 3 (the writes):\n%s", len(lines), out)
+	}
+	for i, want := range []string{`"tool":"create_card"`, `"tool":"set_opening_lines"`, `"tool":"set_opening_lines"`} {
+		if !strings.Contains(lines[i], want) || !strings.Contains(lines[i], `"user":"token:`) || !strings.Contains(lines[i], `"durationMs":`) {
+			t.Errorf("line %d: %s", i, lines[i])
+		}
+	}
+	if !strings.Contains(lines[0], `"roleId":"`+roleID+`"`) || !strings.Contains(lines[1], `"outcome":"ok"`) || !strings.Contains(lines[2], `"outcome":"role_not_found"`) {
+		t.Errorf("ids or outcomes missing:\n%s", out)
+	}
+	if strings.Contains(out, "Secret") || strings.Contains(out, "secret") || strings.Contains(out, demoToken) {
+		t.Errorf("the audit log holds content or the token:\n%s", out)
 	}
 }

@@ -37,6 +37,10 @@ type Options struct {
 	Notifier Notifier
 	// Calls, when set, counts the calls under way (see Calls.Wait).
 	Calls *Calls
+	// Audit, when set, gets one line per call of a write tool: who (a digest of the card
+	// service token, the session, the client), the tool, the ids it acted on, the outcome and
+	// the duration; never content or a token.
+	Audit *slog.Logger
 }
 
 // NewServer returns the MCP server of the tools Filter selects, calling the card service through
@@ -74,7 +78,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
 	)
-	d := &deps{client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls}
+	d := &deps{client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit}
 	if d.aside == nil {
 		d.aside = aside.NewMemory()
 	}
@@ -106,6 +110,7 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 type deps struct {
 	notes  notifier
 	calls  *Calls
+	audit  *slog.Logger
 	client *upstream.Client
 	log    *slog.Logger
 	aside  AsideStore
@@ -129,6 +134,7 @@ func toolHandler(t *Tool, d *deps) server.ToolHandlerFunc {
 		res, code, err := runTool(ctx, t, d, handle, req)
 		dur := time.Since(start)
 		logCall(ctx, d.log, t.Name, dur, code, err)
+		audit(ctx, d.audit, d, t, req, res, code, dur)
 		if code != codeInputRequired {
 			notifyClient(ctx, d.notes, t.Name, dur, code, res)
 		}

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -162,6 +163,17 @@ func New(apiHost string, ts TokenSource, opts ...Option) (*Client, error) {
 		CheckRedirect: c.checkRedirect,
 	}
 	return c, nil
+}
+
+// Principal names who the call in ctx acts for without revealing it: "token:" and the first
+// 12 hex digits of the SHA-256 of the access token, or "unknown" when there is none.
+func (c *Client) Principal(ctx context.Context) string {
+	token, err := c.tokenOf(ctx)
+	if err != nil || token == "" {
+		return "unknown"
+	}
+	sum := sha256.Sum256([]byte(token))
+	return "token:" + hex.EncodeToString(sum[:6])
 }
 
 // BaseURL returns the base address of the open API, {api_host}/open/v1.

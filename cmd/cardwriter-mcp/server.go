@@ -30,6 +30,7 @@ type serverFlags struct {
 	sandboxData string
 	apiHost     string
 	contract    string
+	auditLog    string
 	toolsets    string
 	tools       string
 	readOnly    bool
@@ -54,6 +55,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.sandbox, "sandbox", false, "run the card service sandbox in-process with a signed-in demo user (no account, no network)")
 	fs.StringVar(&f.sandboxData, "sandbox-data", "", "with --sandbox: file that keeps the sandbox's state across restarts (default: memory only)")
 	fs.StringVar(&f.apiHost, "api-host", "", "the card service's address, e.g. https://api.example.com (the API is under /open/v1)")
+	fs.StringVar(&f.auditLog, "audit-log", "", "write one JSON line per write tool call (who, tool, ids, outcome, duration; never content or tokens) to this file, or - for stderr")
 	fs.StringVar(&f.contract, "contract", "", "an OpenAPI 3.1 file whose operations correct the embedded contract's guesses (x-assumed), by operationId: method, path, parameters, body, responses")
 	fs.StringVar(&f.toolsets, "toolsets", "", "comma-separated toolsets to serve (default: all): "+strings.Join(tools.Toolsets(), ", "))
 	fs.StringVar(&f.tools, "tools", "", "comma-separated tool names to serve (default: all in the chosen toolsets)")
@@ -84,7 +86,12 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		return nil, err
 	}
 	b.sandbox = svc
+	auditLog, err := f.openAudit(stderr)
+	if err != nil {
+		return nil, err
+	}
 	b.mcp, err = tools.NewServer(client, tools.Options{
+		Audit:   auditLog,
 		Filter:  tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
 		Logger:  logger,
 		Version: programVersion(),
@@ -151,6 +158,25 @@ func (f *serverFlags) newClient(logger *slog.Logger, sandboxBase string) (*upstr
 		return nil, nil, fmt.Errorf("--api-host: %w", err)
 	}
 	return client, nil, nil
+}
+
+// openAudit returns the audit log of --audit-log: JSON lines appended to the file (0600), or
+// to stderr for "-"; nil without the flag.
+func (f *serverFlags) openAudit(stderr io.Writer) (*slog.Logger, error) {
+	var w io.Writer
+	switch f.auditLog {
+	case "":
+		return nil, nil
+	case "-":
+		w = stderr
+	default:
+		file, err := os.OpenFile(f.auditLog, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("--audit-log: %w", err)
+		}
+		w = file // open for the life of the process
+	}
+	return slog.New(slog.NewJSONHandler(w, nil)).With("log", "audit"), nil
 }
 
 // errContractWithSandbox refuses --contract beside --sandbox.

@@ -1,0 +1,62 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"maps"
+	"slices"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// idFields are the fields of arguments and results that name what a write acted on.
+var idFields = []string{"roleId", "worldbookId", "imageId", "clientKey", "avatarImageId", "backgroundImageId"}
+
+// audit writes the audit line of a write: who (a digest of the card service token, the MCP
+// session and client), which tool, the ids it acted on, its outcome and duration. Never the
+// arguments' text, a result's content or a token.
+func audit(ctx context.Context, log *slog.Logger, d *deps, t *Tool, req mcp.CallToolRequest, res *mcp.CallToolResult, code string, dur time.Duration) {
+	if log == nil || t.ReadOnly() {
+		return
+	}
+	ids := map[string]any{}
+	collect := func(m map[string]any) {
+		for _, k := range idFields {
+			if v, ok := m[k].(string); ok && v != "" {
+				ids[k] = v
+			}
+		}
+		if list, ok := m["createdEntryIds"].([]any); ok && len(list) > 0 {
+			ids["createdEntryIds"] = list
+		}
+	}
+	if raw, err := rawArguments(req); err == nil && len(raw) > 0 {
+		var args map[string]any
+		if json.Unmarshal(raw, &args) == nil {
+			collect(args)
+		}
+	}
+	if out, ok := res.StructuredContent.(map[string]any); ok && !res.IsError {
+		collect(out)
+	}
+	attrs := []slog.Attr{
+		slog.String("tool", t.Name),
+		slog.String("user", d.client.Principal(ctx)),
+		slog.String("outcome", code),
+		slog.Int64("durationMs", dur.Milliseconds()),
+	}
+	if cs := server.ClientSessionFromContext(ctx); cs != nil {
+		attrs = append(attrs, slog.String("session", cs.SessionID()))
+		if ci, ok := cs.(server.SessionWithClientInfo); ok {
+			info := ci.GetClientInfo()
+			attrs = append(attrs, slog.String("client", info.Name+"/"+info.Version))
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(ids)) {
+		attrs = append(attrs, slog.Any(k, ids[k]))
+	}
+	log.LogAttrs(ctx, slog.LevelInfo, "write", attrs...)
+}
