@@ -163,6 +163,16 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	mux := http.NewServeMux()
 	mux.Handle(proxy.MCPPath, g)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
+	ready := &readiness{apiHost: f.apiHost, client: &http.Client{Timeout: 3 * time.Second}}
+	if b.sandbox != nil {
+		ready.apiHost = "" // in-process: nothing to reach
+	}
+	if withSandbox && f.sandboxData == "" {
+		ready.stateDir = "" // memory only
+	} else if ready.stateDir, err = af.stateDirectory(); err != nil {
+		return err
+	}
+	mux.Handle("GET /readyz", ready)
 	if az.handler != nil {
 		mux.Handle("/", g.hostOnly(az.handler))
 	}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// readiness answers /readyz: whether the card service answers and the state directory takes
+// writes, checked at most every few seconds. /healthz stays the liveness check.
+type readiness struct {
+	apiHost  string // "" with the in-process sandbox: nothing to reach
+	stateDir string // "" when the server keeps nothing on disk
+	client   *http.Client
+
+	mu      sync.Mutex
+	checked time.Time
+	status  int
+	report  map[string]string
+}
+
+const readyCacheFor = 3 * time.Second
+
+func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rd.mu.Lock()
+	if time.Since(rd.checked) > readyCacheFor {
+		rd.status, rd.report = rd.check(r.Context())
+		rd.checked = time.Now()
+	}
+	status, report := rd.status, rd.report
+	rd.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	state := "ready"
+	if status != http.StatusOK {
+		state = "not ready"
+	}
+	_ = json.NewEncoder(w).Encode(map[string]any{"status": state, "checks": report})
+}
+
+// check runs the checks: any HTTP answer of the card service (a 401 included) means it is
+// reachable; the state directory must take a file.
+func (rd *readiness) check(ctx context.Context) (int, map[string]string) {
+	report := map[string]string{"upstream": "ok", "store": "ok"}
+	status := http.StatusOK
+	if rd.apiHost != "" {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, rd.apiHost+"/open/v1/me", nil)
+		if err == nil {
+			var resp *http.Response
+			if resp, err = rd.client.Do(req); err == nil {
+				resp.Body.Close()
+			}
+		}
+		if err != nil {
+			report["upstream"] = "the card service at " + rd.apiHost + " does not answer"
+			status = http.StatusServiceUnavailable
+		}
+	}
+	if rd.stateDir != "" {
+		if err := probeDir(rd.stateDir); err != nil {
+			report["store"] = fmt.Sprintf("the state directory takes no writes: %v", err)
+			status = http.StatusServiceUnavailable
+		}
+	}
+	return status, report
+}
+
+// probeDir writes and removes a file in dir.
+func probeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".ready-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(filepath.Clean(name))
+}
