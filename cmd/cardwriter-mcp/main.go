@@ -29,6 +29,7 @@ func commands() []command {
 		{"whoami", "show who the saved sign-in belongs to and when its access token expires", runWhoami},
 		{"import", "import a character card file (V1/V2/V3 JSON, PNG, CHARX) as a card, or as a trial card", runImport},
 		{"export", "export a card as a Character Card V3 file (JSON or PNG)", runExport},
+		{"doctor", "check your setup (config dir, saved sign-in, the card service, the token) and say what to fix", runDoctor},
 		{"probe", "compare the card service's answers with the contract (read operations and a trial created, read and deleted)", runProbe},
 		{"sandbox", "serve the card service emulator (API under /open/v1) with a signed-in demo user", runSandbox},
 		{"version", "print the version", runVersion},
