@@ -14,6 +14,17 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
+// Observer is told what the server does, for metrics; its methods must be fast and safe for
+// concurrent use.
+type Observer interface {
+	// ToolCall reports a finished call: its tool, its outcome ("ok" or an error code) and duration.
+	ToolCall(tool, outcome string, d time.Duration)
+	// Sessions reports MCP sessions starting (+1) and ending (-1).
+	Sessions(delta int)
+	// StoreError reports a failure of the kept-aside store.
+	StoreError()
+}
+
 // ServerName is the name the MCP server gives in its initialize answer.
 const ServerName = "cardwriter-mcp"
 
@@ -37,6 +48,8 @@ type Options struct {
 	Notifier Notifier
 	// Calls, when set, counts the calls under way (see Calls.Wait).
 	Calls *Calls
+	// Observer, when set, is told of every call and session, for metrics.
+	Observer Observer
 	// Audit, when set, gets one line per call of a write tool: who (a digest of the card
 	// service token, the session, the client), the tool, the ids it acted on, the outcome and
 	// the duration; never content or a token.
@@ -69,7 +82,13 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 			instructions += " This server serves only some of these tools (see tools/list); the others are not available here."
 		}
 	}
+	hooks := &server.Hooks{}
+	if o := opts.Observer; o != nil {
+		hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { o.Sessions(1) })
+		hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { o.Sessions(-1) })
+	}
 	srv := server.NewMCPServer(ServerName, version,
+		server.WithHooks(hooks),
 		server.WithToolCapabilities(false),
 		server.WithResourceCapabilities(false, false),
 		server.WithPromptCapabilities(false),
@@ -78,9 +97,12 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
 	)
-	d := &deps{client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit}
+	d := &deps{client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
 	if d.aside == nil {
 		d.aside = aside.NewMemory()
+	}
+	if opts.Observer != nil {
+		d.aside = observedAside{d.aside, opts.Observer}
 	}
 	st := make([]server.ServerTool, 0, len(selected))
 	for i := range selected {
@@ -108,13 +130,14 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 
 // deps is what every tool handler is given besides its call.
 type deps struct {
-	notes  notifier
-	calls  *Calls
-	audit  *slog.Logger
-	client *upstream.Client
-	log    *slog.Logger
-	aside  AsideStore
-	files  *LocalFiles
+	notes    notifier
+	calls    *Calls
+	audit    *slog.Logger
+	observer Observer
+	client   *upstream.Client
+	log      *slog.Logger
+	aside    AsideStore
+	files    *LocalFiles
 }
 
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
@@ -135,6 +158,9 @@ func toolHandler(t *Tool, d *deps) server.ToolHandlerFunc {
 		dur := time.Since(start)
 		logCall(ctx, d.log, t.Name, dur, code, err)
 		audit(ctx, d.audit, d, t, req, res, code, dur)
+		if d.observer != nil {
+			d.observer.ToolCall(t.Name, code, dur)
+		}
 		if code != codeInputRequired {
 			notifyClient(ctx, d.notes, t.Name, dur, code, res)
 		}
@@ -233,4 +259,26 @@ func notifyClient(ctx context.Context, notes notifier, tool string, d time.Durat
 		}
 	}
 	notes.log(ctx, level, data)
+}
+
+// observedAside reports the kept-aside store's failures to an Observer.
+type observedAside struct {
+	AsideStore
+	o Observer
+}
+
+func (s observedAside) Get(ctx context.Context, key AsideKey) ([]byte, bool, error) {
+	data, ok, err := s.AsideStore.Get(ctx, key)
+	if err != nil {
+		s.o.StoreError()
+	}
+	return data, ok, err
+}
+
+func (s observedAside) Put(ctx context.Context, key AsideKey, data []byte) error {
+	err := s.AsideStore.Put(ctx, key, data)
+	if err != nil {
+		s.o.StoreError()
+	}
+	return err
 }

@@ -54,6 +54,7 @@ type Client struct {
 	refresher Refresher                            // the TokenSource when it is one; nil otherwise
 	tokenOf   func(context.Context) (Token, error) // the TokenSource's Token (a func: never printed)
 	limiter   *limiter                             // nil: no limits
+	observer  Observer                             // nil: none
 	table     *schema.Table
 	// sleep waits between attempts; tests replace it to record the delays instead.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -71,7 +72,19 @@ type options struct {
 	maxBytes  int64
 	table     *schema.Table
 	limits    *Limits
+	observer  Observer
 }
+
+// Observer is told of every attempt of a card service call (status 0: no answer) and every
+// retry, for metrics; its methods must be fast and safe for concurrent use.
+type Observer interface {
+	Attempt(operation string, status int, d time.Duration)
+	Retry(operation, reason string)
+	Refresh(outcome string) // "ok", "signed_out" or "failed"
+}
+
+// WithObserver reports the client's attempts, retries and token refreshes to o.
+func WithObserver(o Observer) Option { return func(o2 *options) { o2.observer = o } }
 
 // WithContract makes the client call the operations of t (the embedded contract with a user's
 // corrections, schema.LoadOverride) instead of the embedded contract's.
@@ -151,6 +164,7 @@ func New(apiHost string, ts TokenSource, opts ...Option) (*Client, error) {
 		timeout:   o.timeout,
 		maxBytes:  o.maxBytes,
 		table:     o.table,
+		observer:  o.observer,
 		tokenOf:   ts.Token,
 		sleep:     sleepCtx,
 	}
@@ -286,12 +300,22 @@ func (c *Client) Call(ctx context.Context, operationID string, params map[string
 				slog.String("reason", reason), slog.Duration("delay", wait))
 			return err
 		}
+		if c.observer != nil {
+			c.observer.Retry(op.ID, reason)
+		}
 		c.logger.LogAttrs(ctx, slog.LevelWarn, "card service call retried",
 			slog.String("operation", op.ID), slog.String("method", op.Method), slog.String("path", op.Path),
 			slog.Int("attempt", attempt), slog.String("reason", reason), slog.Duration("delay", wait))
 		if serr := c.sleep(ctx, wait); serr != nil {
 			return fmt.Errorf("card service: %s: %w; last attempt: %w", op.ID, serr, err)
 		}
+	}
+}
+
+// observe reports a token refresh's outcome to the observer, if any.
+func (c *Client) observe(outcome string) {
+	if c.observer != nil {
+		c.observer.Refresh(outcome)
 	}
 }
 
@@ -315,17 +339,20 @@ func (c *Client) refresh(ctx context.Context, op schema.Operation, rejected Toke
 	_, err := c.refresher.Refresh(ctx, rejected)
 	attrs := []slog.Attr{slog.String("operation", op.ID), slog.String("method", op.Method), slog.String("path", op.Path), slog.Int("attempt", attempt)}
 	if err == nil {
+		c.observe("ok")
 		c.logger.LogAttrs(ctx, slog.LevelInfo, "card service refused the access token; retrying with a refreshed one", attrs...)
 		return nil
 	}
 	var authErr *AuthError
 	switch {
 	case errors.As(err, &authErr):
+		c.observe("signed_out")
 		c.logger.LogAttrs(ctx, slog.LevelWarn, "card service refused the access token and it cannot be refreshed", append(attrs, slog.String("err", err.Error()))...)
 		return signInError(op, authErr)
 	case ctx.Err() != nil:
 		return withContextError(ctx, op, fmt.Errorf("refresh the access token: %w", err))
 	}
+	c.observe("failed")
 	c.logger.LogAttrs(ctx, slog.LevelWarn, "card service refused the access token and refreshing it failed", append(attrs, slog.String("err", err.Error()))...)
 	return &Error{
 		Operation: op.ID, Status: http.StatusServiceUnavailable, Code: "unavailable", Retryable: true,
@@ -443,6 +470,9 @@ func (c *Client) transportError(op schema.Operation, err error) error {
 }
 
 func (c *Client) logAttempt(ctx context.Context, op schema.Operation, n, status int, start time.Time, err error) {
+	if c.observer != nil {
+		c.observer.Attempt(op.ID, status, time.Since(start))
+	}
 	level := slog.LevelDebug
 	if !c.logger.Enabled(ctx, level) {
 		return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/aside"
 	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
+	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
@@ -62,6 +64,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.Float64Var(&limits.UserRate, "user-rate", 20, "card service calls one user may start per second, with bursts of twice that (0: no limit)")
 	fs.IntVar(&limits.Concurrency, "upstream-concurrency", 64, "card service calls under way at once, all users together (0: no limit)")
 	callTimeout := fs.Duration("call-timeout", upstream.DefaultTimeout, "deadline of one card service call, its retries included")
+	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, on a listener of its own (default: off)")
 	var af httpAuthFlags
 	af.register(fs)
 	if err := parseFlags(fs, args, nil); err != nil {
@@ -85,6 +88,19 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if f.tavern.aside, err = httpAside(&f, &af); err != nil {
 		return err
+	}
+	if *metricsAddr != "" {
+		f.metrics = metrics.New()
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", f.metrics.Handler())
+		mctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() { _ = serve(mctx, mln, mux, slog.New(slog.DiscardHandler)) }()
+		fmt.Fprintf(stderr, "metrics: http://%s/metrics\n", mln.Addr())
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

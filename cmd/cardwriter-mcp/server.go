@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
+	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 	"github.com/cardwriter/cardwriter-mcp/tools"
@@ -46,6 +47,8 @@ type serverFlags struct {
 	notifier tools.Notifier
 	// calls (stdio) counts the calls under way, which the end of the input waits for.
 	calls *tools.Calls
+	// metrics (http with --metrics-addr) observes the tools and the card service client.
+	metrics *metrics.Metrics
 	// limits and callTimeout (http) protect the card service and the users from one another.
 	limits      *upstream.Limits
 	callTimeout time.Duration
@@ -90,11 +93,16 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 	if err != nil {
 		return nil, err
 	}
+	var observer tools.Observer
+	if f.metrics != nil {
+		observer = f.metrics
+	}
 	b.mcp, err = tools.NewServer(client, tools.Options{
-		Audit:   auditLog,
-		Filter:  tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
-		Logger:  logger,
-		Version: programVersion(),
+		Observer: observer,
+		Audit:    auditLog,
+		Filter:   tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
+		Logger:   logger,
+		Version:  programVersion(),
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,
@@ -114,6 +122,9 @@ func (f *serverFlags) newClient(logger *slog.Logger, sandboxBase string) (*upstr
 	opts := []upstream.Option{upstream.WithUserAgent(userAgent()), upstream.WithLogger(logger)}
 	if f.limits != nil {
 		opts = append(opts, upstream.WithLimits(*f.limits))
+	}
+	if f.metrics != nil {
+		opts = append(opts, upstream.WithObserver(f.metrics))
 	}
 	if f.callTimeout > 0 {
 		opts = append(opts, upstream.WithTimeout(f.callTimeout))

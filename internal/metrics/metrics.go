@@ -1,0 +1,112 @@
+// Package metrics is cardwriter-mcp's Prometheus metrics: an Observer of the tools (calls,
+// sessions, the kept-aside store) and of the card service client (attempts, retries, token
+// refreshes). No label holds a user, card or id: tools, operations, statuses and outcomes only.
+package metrics
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// knownOutcomes bounds the outcome label: a code the card service makes up becomes "other".
+var knownOutcomes = map[string]bool{
+	"ok": true, "invalid_arguments": true, "invalid_request": true, "unauthorized": true, "forbidden": true,
+	"not_found": true, "role_not_found": true, "worldbook_not_found": true, "trial_not_found": true,
+	"conflict": true, "trial_slots_full": true, "payload_too_large": true, "validation_failed": true,
+	"rate_limited": true, "internal": true, "unavailable": true, "unexpected_response": true,
+	"cancelled": true, "invalid_file": true, "input_required": true,
+}
+
+// Metrics holds the collectors and their registry.
+type Metrics struct {
+	reg             *prometheus.Registry
+	toolCalls       *prometheus.CounterVec
+	toolDuration    *prometheus.HistogramVec
+	sessions        prometheus.Gauge
+	storeErrors     prometheus.Counter
+	upstreamReqs    *prometheus.CounterVec
+	upstreamLatency *prometheus.HistogramVec
+	retries         *prometheus.CounterVec
+	refreshes       *prometheus.CounterVec
+}
+
+// New returns the metrics, registered with a registry of their own (with the Go runtime's and
+// the process's collectors).
+func New() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardwriter_tool_calls_total", Help: "Tool calls by tool and outcome (ok or the error code).",
+		}, []string{"tool", "outcome"}),
+		toolDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "cardwriter_tool_call_duration_seconds", Help: "Tool call duration, card service calls included.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"tool"}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "cardwriter_mcp_sessions_active", Help: "MCP sessions open now.",
+		}),
+		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cardwriter_store_errors_total", Help: "Failures of the store of kept-aside tavern data.",
+		}),
+		upstreamReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardwriter_upstream_requests_total", Help: "Card service request attempts by operation and HTTP status (0: no answer).",
+		}, []string{"operation", "status"}),
+		upstreamLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "cardwriter_upstream_request_duration_seconds", Help: "Card service request attempt duration by operation.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
+		}, []string{"operation"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardwriter_upstream_retries_total", Help: "Card service calls retried, by operation and reason.",
+		}, []string{"operation", "reason"}),
+		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardwriter_token_refreshes_total", Help: "Access token refreshes after the card service refused a token, by outcome.",
+		}, []string{"outcome"}),
+	}
+	m.reg.MustRegister(m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.upstreamReqs, m.upstreamLatency,
+		m.retries, m.refreshes, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// ToolCall counts a tool call (tools.Observer).
+func (m *Metrics) ToolCall(tool, outcome string, d time.Duration) {
+	if !knownOutcomes[outcome] {
+		outcome = "other"
+	}
+	m.toolCalls.WithLabelValues(tool, outcome).Inc()
+	m.toolDuration.WithLabelValues(tool).Observe(d.Seconds())
+}
+
+// Sessions moves the open sessions gauge (tools.Observer).
+func (m *Metrics) Sessions(delta int) { m.sessions.Add(float64(delta)) }
+
+// StoreError counts a kept-aside store failure (tools.Observer).
+func (m *Metrics) StoreError() { m.storeErrors.Inc() }
+
+// Attempt counts a card service request attempt (upstream.Observer).
+func (m *Metrics) Attempt(operation string, status int, d time.Duration) {
+	m.upstreamReqs.WithLabelValues(operation, strconv.Itoa(status)).Inc()
+	m.upstreamLatency.WithLabelValues(operation).Observe(d.Seconds())
+}
+
+// Retry counts a retried card service call (upstream.Observer).
+func (m *Metrics) Retry(operation, reason string) {
+	// "429 rate_limited": the status alone (the code is the service's); kinds are a fixed set.
+	if status, _, ok := strings.Cut(reason, " "); ok && strings.Trim(status, "0123456789") == "" {
+		reason = status
+	}
+	m.retries.WithLabelValues(operation, reason).Inc()
+}
+
+// Refresh counts a token refresh by outcome (upstream.Observer).
+func (m *Metrics) Refresh(outcome string) { m.refreshes.WithLabelValues(outcome).Inc() }
