@@ -32,6 +32,7 @@ func commands() []command {
 		{"doctor", "check your setup (config dir, saved sign-in, the card service, the token) and say what to fix", runDoctor},
 		{"probe", "compare the card service's answers with the contract (read operations and a trial created, read and deleted)", runProbe},
 		{"sandbox", "serve the card service emulator (API under /open/v1) with a signed-in demo user", runSandbox},
+		{"healthcheck", "ask a running server whether it lives (for container health checks)", runHealthcheck},
 		{"version", "print the version", runVersion},
 	}
 }

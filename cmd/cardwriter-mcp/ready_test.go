@@ -69,3 +69,23 @@ func TestReadyz(t *testing.T) {
 		t.Fatal("no endpoint")
 	}
 }
+
+func TestHealthcheckCommand(t *testing.T) {
+	t.Parallel()
+	base := startHTTP(t)
+	out, err := exec.Command(binPath, "healthcheck", "--url", base+"/healthz").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "healthy") {
+		t.Errorf("a live server: %v %s", err, out)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/healthz"
+	ln.Close()
+	cmd := exec.Command(binPath, "healthcheck")
+	cmd.Env = cleanEnv("CARDWRITER_URL=" + dead)
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "does not answer") {
+		t.Errorf("a dead server: %v %s", err, out)
+	}
+}

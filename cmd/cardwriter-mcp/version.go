@@ -4,12 +4,45 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"runtime"
 	"runtime/debug"
 )
 
-// version is set at build time with -ldflags "-X main.version=..."; otherwise it comes from the
-// module version recorded by go install, or "dev".
-var version = ""
+// version and commit are set at build time with -ldflags "-X main.version=... -X
+// main.commit=..."; otherwise they come from what the Go toolchain recorded (the module version
+// of go install, the VCS revision of a build in a checkout), or "dev" and "".
+var (
+	version = ""
+	commit  = ""
+)
+
+// programCommit returns the commit this binary was built from ("" when not known), with
+// "+dirty" when the checkout had changes.
+func programCommit() string {
+	if commit != "" {
+		return commit
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			modified = s.Value
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev != "" && modified == "true" {
+		rev += "+dirty"
+	}
+	return rev
+}
 
 // programVersion returns the version this binary reports.
 func programVersion() string {
@@ -30,7 +63,11 @@ func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
 	}
-	_, err := fmt.Fprintf(stdout, "cardwriter-mcp %s\n", programVersion())
+	details := runtime.Version() + ", " + runtime.GOOS + "/" + runtime.GOARCH
+	if c := programCommit(); c != "" {
+		details = "commit " + c + ", " + details
+	}
+	_, err := fmt.Fprintf(stdout, "cardwriter-mcp %s (%s)\n", programVersion(), details)
 	return err
 }
 
