@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cardwriter/cardwriter-mcp/aside"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
@@ -50,6 +51,9 @@ type Options struct {
 	Calls *Calls
 	// Observer, when set, is told of every call and session, for metrics.
 	Observer Observer
+	// Tracer, when set, traces every tool call as a server span, the child of the trace
+	// context the request's _meta carries.
+	Tracer trace.TracerProvider
 	// Audit, when set, gets one line per call of a write tool: who (a digest of the card
 	// service token, the session, the client), the tool, the ids it acted on, the outcome and
 	// the duration; never content or a token.
@@ -98,6 +102,9 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithInstructions(instructions),
 	)
 	d := &deps{client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
+	if opts.Tracer != nil {
+		d.tracer = opts.Tracer.Tracer("github.com/cardwriter/cardwriter-mcp/tools")
+	}
 	if d.aside == nil {
 		d.aside = aside.NewMemory()
 	}
@@ -134,6 +141,7 @@ type deps struct {
 	calls    *Calls
 	audit    *slog.Logger
 	observer Observer
+	tracer   trace.Tracer
 	client   *upstream.Client
 	log      *slog.Logger
 	aside    AsideStore
@@ -153,8 +161,10 @@ func toolHandler(t *Tool, d *deps) server.ToolHandlerFunc {
 			defer d.calls.end()
 		}
 		start := time.Now()
+		ctx, span := startCallSpan(ctx, d.tracer, t, req)
 		d.notes.log(ctx, mcp.LoggingLevelDebug, map[string]any{"tool": t.Name, "event": "started"})
 		res, code, err := runTool(ctx, t, d, handle, req)
+		endCallSpan(span, code)
 		dur := time.Since(start)
 		logCall(ctx, d.log, t.Name, dur, code, err)
 		audit(ctx, d.audit, d, t, req, res, code, dur)

@@ -26,6 +26,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
 
@@ -55,6 +57,7 @@ type Client struct {
 	tokenOf   func(context.Context) (Token, error) // the TokenSource's Token (a func: never printed)
 	limiter   *limiter                             // nil: no limits
 	observer  Observer                             // nil: none
+	tracer    trace.Tracer                         // nil: no tracing
 	table     *schema.Table
 	// sleep waits between attempts; tests replace it to record the delays instead.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -73,6 +76,7 @@ type options struct {
 	table     *schema.Table
 	limits    *Limits
 	observer  Observer
+	tracer    trace.TracerProvider
 }
 
 // Observer is told of every attempt of a card service call (status 0: no answer) and every
@@ -170,6 +174,9 @@ func New(apiHost string, ts TokenSource, opts ...Option) (*Client, error) {
 	}
 	if o.limits != nil {
 		c.limiter = newLimiter(*o.limits)
+	}
+	if o.tracer != nil {
+		c.tracer = o.tracer.Tracer("github.com/cardwriter/cardwriter-mcp/upstream")
 	}
 	c.refresher, _ = ts.(Refresher)
 	c.http = &http.Client{
@@ -390,7 +397,7 @@ func withContextError(ctx context.Context, op schema.Operation, err error) error
 }
 
 // attempt sends the request once and reads the answer.
-func (c *Client) attempt(ctx context.Context, op schema.Operation, target string, payload []byte, out any, n int) error {
+func (c *Client) attempt(ctx context.Context, op schema.Operation, target string, payload []byte, out any, n int) (err error) {
 	var body io.Reader
 	if payload != nil {
 		body = bytes.NewReader(payload)
@@ -404,14 +411,18 @@ func (c *Client) attempt(ctx context.Context, op schema.Operation, target string
 	if payload != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	spanCtx, span := c.startAttempt(ctx, op, req, n)
+	req = req.WithContext(spanCtx)
 	start := time.Now()
 	resp, err := c.http.Do(req)
 	if err != nil {
 		err = c.transportError(op, err)
 		c.logAttempt(ctx, op, n, 0, start, err)
+		endAttempt(span, 0, err)
 		return err
 	}
 	defer resp.Body.Close()
+	defer func() { endAttempt(span, resp.StatusCode, err) }()
 
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		data, rerr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))

@@ -89,6 +89,12 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if f.tavern.aside, err = httpAside(&f, &af); err != nil {
 		return err
 	}
+	tp, stopTracing, err := setupTracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	f.tracer = tp
 	if *metricsAddr != "" {
 		f.metrics = metrics.New()
 		mln, err := net.Listen("tcp", *metricsAddr)

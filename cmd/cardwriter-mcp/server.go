@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
@@ -49,6 +50,8 @@ type serverFlags struct {
 	calls *tools.Calls
 	// metrics (http with --metrics-addr) observes the tools and the card service client.
 	metrics *metrics.Metrics
+	// tracer (OTEL_EXPORTER_OTLP_ENDPOINT set) traces the tool calls and card service calls.
+	tracer trace.TracerProvider
 	// limits and callTimeout (http) protect the card service and the users from one another.
 	limits      *upstream.Limits
 	callTimeout time.Duration
@@ -99,6 +102,7 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 	}
 	b.mcp, err = tools.NewServer(client, tools.Options{
 		Observer: observer,
+		Tracer:   f.tracer,
 		Audit:    auditLog,
 		Filter:   tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
 		Logger:   logger,
@@ -125,6 +129,9 @@ func (f *serverFlags) newClient(logger *slog.Logger, sandboxBase string) (*upstr
 	}
 	if f.metrics != nil {
 		opts = append(opts, upstream.WithObserver(f.metrics))
+	}
+	if f.tracer != nil {
+		opts = append(opts, upstream.WithTracer(f.tracer))
 	}
 	if f.callTimeout > 0 {
 		opts = append(opts, upstream.WithTimeout(f.callTimeout))

@@ -31,6 +31,12 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f.tavern, err = stdioTavern(allowDirs, stderr); err != nil {
 		return err
 	}
+	tp, stopTracing, err := setupTracing(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	f.tracer = tp
 	out := &lineWriter{w: stdout}
 	f.notifier = out.notify
 	f.calls = &tools.Calls{}
