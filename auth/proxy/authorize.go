@@ -430,6 +430,10 @@ func (s *Server) toUpstream(w http.ResponseWriter, r *http.Request, ar *AuthRequ
 
 // callback receives the card service's answer.
 func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
+	outcome := "failed" // what the sign-in came to: ok, denied (by the card service or the user), failed
+	if s.opts.OnSignIn != nil {
+		defer func() { s.opts.OnSignIn(outcome) }()
+	}
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
 		s.errorPage(w, http.StatusMethodNotAllowed, "Wrong method", "This address takes the browser's return from the card service.")
@@ -485,6 +489,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		if e == "temporarily_unavailable" || e == "server_error" {
 			code = e
 		}
+		outcome = "denied"
 		s.log.Info("authorization: the card service did not grant access", "client_id", ar.ClientID, "error", auth.Printable(e, 64))
 		backToClient(url.Values{"error": {code}, "error_description": {"The card service did not grant access."}},
 			"The card service did not grant access; the application is told so.")
@@ -558,6 +563,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.setUser(w, me.UserID)
+	outcome = "ok"
 	s.log.Info("authorization granted", "grant", g.ID, "client_id", g.ClientID, "user", g.UserID)
 	backToClient(url.Values{"code": {ourCode}}, "Signed in as "+me.Nickname+". Returning to the application…")
 }

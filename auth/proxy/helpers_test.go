@@ -38,6 +38,16 @@ type env struct {
 	url     string // the proxy's public URL
 	logs    *authtest.LogBuffer
 	secrets *authtest.Secrets
+
+	signInsMu sync.Mutex
+	signIns   []string // OnSignIn's outcomes, in order
+}
+
+// signInOutcomes returns what OnSignIn was told so far.
+func (e *env) signInOutcomes() []string {
+	e.signInsMu.Lock()
+	defer e.signInsMu.Unlock()
+	return append([]string(nil), e.signIns...)
 }
 
 type envOptions struct {
@@ -87,7 +97,12 @@ func (e *env) start(accessTTL time.Duration, logger *slog.Logger) {
 		e.t.Fatal(err)
 	}
 	srv, err := New(Options{PublicURL: e.url, APIHost: e.sbURL, Store: store, Key: e.key, AccessTokenTTL: accessTTL,
-		Logger: logger.With("component", "proxy"), Now: e.clock.Now})
+		Logger: logger.With("component", "proxy"), Now: e.clock.Now,
+		OnSignIn: func(outcome string) {
+			e.signInsMu.Lock()
+			defer e.signInsMu.Unlock()
+			e.signIns = append(e.signIns, outcome)
+		}})
 	if err != nil {
 		e.t.Fatal(err)
 	}

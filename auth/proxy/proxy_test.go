@@ -85,6 +85,9 @@ func TestFlowRefreshAndRotation(t *testing.T) {
 	if !strings.HasPrefix(access, accessPrefix) || !strings.HasPrefix(refresh, refreshPrefix) {
 		t.Fatalf("tokens lack their prefixes")
 	}
+	if got := e.signInOutcomes(); len(got) != 1 || got[0] != "ok" {
+		t.Errorf("sign-in outcomes %v, want [ok]", got)
+	}
 	status, h, out := e.mcpCall(access, "", initBody)
 	if status != 200 || out["user"] != "u_demo" || out["principal"] != "u_demo" {
 		t.Fatalf("initialize: %d %v", status, out)

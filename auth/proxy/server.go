@@ -82,6 +82,9 @@ type Options struct {
 	APIOptions []upstream.Option
 	Logger     *slog.Logger     // default discard; no token, code, verifier or cookie is ever logged
 	Now        func() time.Time // default time.Now
+	// OnSignIn, when set, is told how each return from the card service's sign-in ended:
+	// "ok", "denied" or "failed" (for metrics).
+	OnSignIn func(outcome string)
 }
 
 // Server is the OAuth authorization server MCP clients see, and the card service's OAuth

@@ -143,7 +143,11 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	az, err := newHTTPAuth(mode, pub, f.apiHost, &af, *idle, b.logger, stderr)
+	var onSignIn func(string)
+	if f.metrics != nil {
+		onSignIn = f.metrics.SignIn
+	}
+	az, err := newHTTPAuth(mode, pub, f.apiHost, &af, *idle, b.logger, stderr, onSignIn)
 	if err != nil {
 		return err
 	}

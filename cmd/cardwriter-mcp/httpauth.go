@@ -92,7 +92,7 @@ func (a *httpAuthFlags) stateDirectory() (string, error) {
 }
 
 // newHTTPAuth builds the authorization of mode for the card service at apiHost.
-func newHTTPAuth(mode, pub, apiHost string, a *httpAuthFlags, idle time.Duration, logger *slog.Logger, stderr io.Writer) (*httpAuth, error) {
+func newHTTPAuth(mode, pub, apiHost string, a *httpAuthFlags, idle time.Duration, logger *slog.Logger, stderr io.Writer, onSignIn func(string)) (*httpAuth, error) {
 	apiOpts := []upstream.Option{upstream.WithUserAgent(userAgent()), upstream.WithLogger(logger.With("component", "auth"))}
 	switch mode {
 	case authPassthrough:
@@ -136,7 +136,7 @@ func newHTTPAuth(mode, pub, apiHost string, a *httpAuthFlags, idle time.Duration
 		srv, err := proxy.New(proxy.Options{
 			PublicURL: pub, APIHost: apiHost, Store: store, Key: key,
 			AccessTokenTTL: a.accessTTL, RefreshTokenTTL: a.refreshTTL, SessionIdleTTL: idle,
-			APIOptions: apiOpts, Logger: logger.With("component", "auth"),
+			APIOptions: apiOpts, Logger: logger.With("component", "auth"), OnSignIn: onSignIn,
 		})
 		if err != nil {
 			store.Close()

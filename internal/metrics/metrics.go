@@ -34,6 +34,7 @@ type Metrics struct {
 	upstreamLatency *prometheus.HistogramVec
 	retries         *prometheus.CounterVec
 	refreshes       *prometheus.CounterVec
+	signIns         *prometheus.CounterVec
 }
 
 // New returns the metrics, registered with a registry of their own (with the Go runtime's and
@@ -67,8 +68,11 @@ func New() *Metrics {
 		refreshes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cardwriter_token_refreshes_total", Help: "Access token refreshes after the card service refused a token, by outcome.",
 		}, []string{"outcome"}),
+		signIns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardwriter_signins_total", Help: "Returns from the card service's sign-in through the HTTP server's authorization server, by outcome (ok, denied, failed).",
+		}, []string{"outcome"}),
 	}
-	m.reg.MustRegister(m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.upstreamReqs, m.upstreamLatency,
+	m.reg.MustRegister(m.signIns, m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.upstreamReqs, m.upstreamLatency,
 		m.retries, m.refreshes, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -110,3 +114,6 @@ func (m *Metrics) Retry(operation, reason string) {
 
 // Refresh counts a token refresh by outcome (upstream.Observer).
 func (m *Metrics) Refresh(outcome string) { m.refreshes.WithLabelValues(outcome).Inc() }
+
+// SignIn counts a sign-in through the HTTP server's authorization server by outcome.
+func (m *Metrics) SignIn(outcome string) { m.signIns.WithLabelValues(outcome).Inc() }
