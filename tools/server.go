@@ -87,6 +87,9 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		}
 	}
 	hooks := &server.Hooks{}
+	if opts.Tracer != nil {
+		traceRequests(opts.Tracer.Tracer("github.com/cardwriter/cardwriter-mcp/tools"), hooks)
+	}
 	if o := opts.Observer; o != nil {
 		hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { o.Sessions(1) })
 		hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { o.Sessions(-1) })

@@ -2,6 +2,9 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -56,4 +59,63 @@ func endCallSpan(span trace.Span, code string) {
 		span.SetStatus(codes.Error, code)
 	}
 	span.End()
+}
+
+// traceRequests adds to hooks a server span for every MCP request other than tools/call (which
+// toolHandler traces itself, with the tool's attributes): "{method}", with mcp.method.name,
+// mcp.session.id and jsonrpc.request.id, the child of the traceparent in the request's _meta.
+func traceRequests(tracer trace.Tracer, hooks *server.Hooks) {
+	var spans sync.Map // session id + request id -> trace.Span
+	key := func(ctx context.Context, id any) string {
+		sid := ""
+		if cs := server.ClientSessionFromContext(ctx); cs != nil {
+			sid = cs.SessionID()
+		}
+		return sid + "\x00" + fmt.Sprint(id)
+	}
+	hooks.AddBeforeAny(func(ctx context.Context, id any, method mcp.MCPMethod, message any) {
+		if method == mcp.MethodToolsCall || id == nil {
+			return
+		}
+		if meta := requestMeta(message); meta != nil {
+			ctx = propagation.TraceContext{}.Extract(ctx, metaCarrier(meta))
+		}
+		attrs := []attribute.KeyValue{attribute.String("mcp.method.name", string(method)), attribute.String("jsonrpc.request.id", fmt.Sprint(id))}
+		if cs := server.ClientSessionFromContext(ctx); cs != nil && cs.SessionID() != "" {
+			attrs = append(attrs, attribute.String("mcp.session.id", cs.SessionID()))
+		}
+		_, span := tracer.Start(ctx, string(method), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+		spans.Store(key(ctx, id), span)
+	})
+	end := func(ctx context.Context, id any, err error) {
+		v, ok := spans.LoadAndDelete(key(ctx, id))
+		if !ok {
+			return
+		}
+		span := v.(trace.Span)
+		if err != nil {
+			span.SetAttributes(attribute.String("error.type", "jsonrpc_error"))
+			span.SetStatus(codes.Error, "JSON-RPC error")
+		}
+		span.End()
+	}
+	hooks.AddOnSuccess(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any, _ any) { end(ctx, id, nil) })
+	hooks.AddOnError(func(ctx context.Context, id any, _ mcp.MCPMethod, _ any, err error) { end(ctx, id, err) })
+}
+
+// requestMeta returns the _meta fields of a request message, or nil.
+func requestMeta(message any) map[string]any {
+	data, err := json.Marshal(message)
+	if err != nil {
+		return nil
+	}
+	var m struct {
+		Params struct {
+			Meta map[string]any `json:"_meta"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(data, &m) != nil {
+		return nil
+	}
+	return m.Params.Meta
 }

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"sync"
@@ -47,6 +48,9 @@ func TestTracing(t *testing.T) {
 		t.Fatalf("create_card: %v", res.Content)
 	}
 	e.fail("get_card", `{"roleId":"nope"}`)
+	if _, err := e.client.ListTools(context.Background(), mcp.ListToolsRequest{}); err != nil {
+		t.Fatal(err)
+	}
 
 	spans := exp.GetSpans()
 	byName := map[string]tracetest.SpanStub{}
@@ -82,6 +86,12 @@ func TestTracing(t *testing.T) {
 	}
 	if upAttrs["http.response.status_code"] != "201" || upAttrs["url.template"] != "/role" || upAttrs["cardwriter.operation"] != "createCard" {
 		t.Errorf("client span attributes: %v", upAttrs)
+	}
+	if list, ok := byName["tools/list"]; !ok || list.SpanKind != trace.SpanKindServer {
+		t.Errorf("no span for tools/list: %+v", list)
+	}
+	if _, dup := byName["tools/call"]; dup {
+		t.Error("tools/call traced twice")
 	}
 	failed := byName["tools/call get_card"]
 	if failed.Status.Description != "role_not_found" {

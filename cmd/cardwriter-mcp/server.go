@@ -106,7 +106,7 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Audit:    auditLog,
 		Filter:   tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
 		Logger:   logger,
-		Version:  programVersion(),
+		Version:  serverVersion(),
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,

@@ -55,6 +55,15 @@ func programVersion() string {
 	return "dev"
 }
 
+// serverVersion is the version in every MCP session's serverInfo: the version, and the commit
+// as build metadata when known ("1.2.3+abc123").
+func serverVersion() string {
+	if c := programCommit(); c != "" {
+		return programVersion() + "+" + c
+	}
+	return programVersion()
+}
+
 // userAgent names the program and version in upstream requests.
 func userAgent() string { return "cardwriter-mcp/" + programVersion() }
 
