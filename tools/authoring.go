@@ -125,7 +125,9 @@ func authoringTools() []Tool {
 			Description: "Submit a card for review, after checking that it is ready. " +
 				"The tool first runs the validate_card check: when the card has errors nothing is submitted, and the result " +
 				"(error validation_failed) lists the issues to fix. Publish only when the user asks for it. A card that is " +
-				"already waiting for review is refused with conflict. Reports progress (2 steps) when the client asks for it.\n\n" +
+				"already waiting for review is refused with conflict. When the client supports elicitation, the user is asked to " +
+				"confirm first; if they decline, nothing is submitted (error declined). Reports progress (2 steps) when the client " +
+				"asks for it.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation: "publishCard",
 			Check:     "get_card",
@@ -234,6 +236,10 @@ func publishCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 			msg = "The card was not submitted for review; fix these errors first: " + strings.Join(lines, "; ")
 		}
 		return nil, &Failure{Code: codeValidationFailed, Message: msg, Detail: map[string]any{"issues": issues}}
+	}
+	if err := confirm(ctx, c, "Submit for review",
+		fmt.Sprintf("Submit card %s for review? It goes to the card service's review, and the card's review status changes.", roleID)); err != nil {
+		return nil, err
 	}
 	c.Progress.Report(ctx, 1, steps, "The card is ready; submitting it for review.")
 	return generic(ctx, c)

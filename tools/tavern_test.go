@@ -38,6 +38,7 @@ type tavernEnvConfig struct {
 	rootsH func(context.Context) (*mcp.ListRootsResult, error) // replaces the roots answer
 	modern bool                                                // speak MCP 2026-07-28 (multi round-trip requests)
 	client []upstream.Option                                   // more options of the card service client (they win)
+	elicit client.ElicitationHandler                           // answers elicitation/create; nil: no elicitation capability
 }
 
 // rootsHandler answers roots/list with fixed folders.
@@ -96,6 +97,9 @@ func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 	if cfg.roots != nil || cfg.rootsH != nil {
 		rh = &rootsHandler{roots: cfg.roots, fn: cfg.rootsH}
 		copts = append(copts, client.WithRootsHandler(rh))
+	}
+	if cfg.elicit != nil {
+		copts = append(copts, client.WithElicitationHandler(cfg.elicit))
 	}
 	c, err := client.NewInProcessClientWithOptions(srv, copts...)
 	if err != nil {

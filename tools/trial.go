@@ -1,6 +1,10 @@
 package tools
 
-import "fmt"
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
 
 // trialTools is the trial toolset: temporary cards under a key the client chooses.
 func trialTools() []Tool {
@@ -63,10 +67,19 @@ func trialTools() []Tool {
 			Toolset: ToolsetTrial,
 			Title:   "Delete a trial card",
 			Description: "Remove a trial card now and free its slot. " +
-				"Its card and worldbook are gone for good; an unknown or expired key gives trial_not_found.\n\n" +
+				"Its card and worldbook are gone for good; an unknown or expired key gives trial_not_found. When the client " +
+				"supports elicitation, the user is asked to confirm first; if they decline, nothing is deleted (error declined).\n\n" +
 				`Example: {"clientKey":"mira-draft"}`,
 			Operation:   "deleteTrialCard",
 			Annotations: hints(false, true, true, true),
+			Handler: func(ctx context.Context, c *Call) (json.RawMessage, error) {
+				key := c.Params["clientKey"]
+				if err := confirm(ctx, c, "Delete the trial card",
+					fmt.Sprintf("Delete trial card %q now? Its card and worldbook are gone for good.", key)); err != nil {
+					return nil, err
+				}
+				return generic(ctx, c)
+			},
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Removed trial card %s.", quoted(str(out, "clientKey")))
 			},
