@@ -406,9 +406,11 @@ func bookObject(b *Book) (*obj, error) {
 	o := newObj()
 	o.set("name", b.Name)
 	o.set("description", b.Description)
-	for _, k := range []string{"scan_depth", "token_budget", "recursive_scanning"} {
-		if v, ok := b.Extensions[k]; ok {
-			o.set(k, v)
+	for _, k := range bookSettings {
+		if v, ok := b.Extensions[k.v3]; ok {
+			o.set(k.v3, v)
+		} else if v, ok := b.Extensions[k.camel]; ok {
+			o.set(k.v3, v) // a non-standard camelCase setting goes out under its V3 name
 		}
 	}
 	if ext, ok := b.Extensions["extensions"].(map[string]any); ok {
@@ -427,12 +429,27 @@ func bookObject(b *Book) (*obj, error) {
 	o.set("entries", entries)
 	rest := map[string]any{}
 	for k, v := range b.Extensions {
-		if !ownedBookFields[k] {
+		if !ownedBookFields[k] && !isCamelBookSetting(k) {
 			rest[k] = v
 		}
 	}
 	o.setRest(rest)
 	return o, nil
+}
+
+// bookSettings are the lorebook settings of the V3 spec, with the camelCase spelling some
+// editors write instead.
+var bookSettings = []struct{ v3, camel string }{
+	{"scan_depth", "scanDepth"}, {"token_budget", "tokenBudget"}, {"recursive_scanning", "recursiveScanning"},
+}
+
+func isCamelBookSetting(k string) bool {
+	for _, s := range bookSettings {
+		if s.camel == k {
+			return true
+		}
+	}
+	return false
 }
 
 // WriteLorebookV3 renders a book as a standalone lorebook_v3 JSON file.

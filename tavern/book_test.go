@@ -2,6 +2,7 @@ package tavern
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
@@ -228,5 +229,34 @@ func TestWriteLorebookV3(t *testing.T) {
 	}
 	if _, err := WriteWorldInfo(nil); err == nil {
 		t.Error("nil book accepted")
+	}
+}
+
+// TestCamelCaseBookSettings: settings an editor wrote in camelCase go out under the V3 names.
+func TestCamelCaseBookSettings(t *testing.T) {
+	t.Parallel()
+	b, err := ReadBook([]byte(`{"name":"Shoals","scanDepth":3,"tokenBudget":512,"recursiveScanning":true,"entries":[{"keys":["kraken"],"content":"A kraken.","enabled":true,"insertion_order":0}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := WriteLorebookV3(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(out, &doc); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := doc["data"].(map[string]any)
+	if data == nil {
+		data = doc
+	}
+	for _, k := range []string{"scanDepth", "tokenBudget", "recursiveScanning"} {
+		if _, ok := data[k]; ok {
+			t.Errorf("%s written back as is: %s", k, out)
+		}
+	}
+	if data["scan_depth"] != float64(3) || data["token_budget"] != float64(512) || data["recursive_scanning"] != true {
+		t.Errorf("V3 settings missing: %s", out)
 	}
 }

@@ -881,3 +881,19 @@ func TestTestWorldbookTriggers(t *testing.T) {
 		}
 	}
 }
+
+// TestNamelessWorldInfoTakesItsFileName: a World Info file without a name, read from a path,
+// becomes a worldbook named after the file, as SillyTavern names it.
+func TestNamelessWorldInfoTakesItsFileName(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "Shoals of Ire.json")
+	if err := os.WriteFile(file, []byte(`{"entries":{"0":{"uid":0,"key":["kraken"],"content":"A kraken.","comment":"Kraken"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := newTavernEnv(t, tavernEnvConfig{opts: Options{LocalFiles: &LocalFiles{AllowDirs: []string{dir}}}})
+	res := e.ok("import_tavern_worldbook", jsonArg(t, map[string]any{"source": map[string]any{"path": file}}))
+	if res["name"] != "Shoals of Ire" {
+		t.Errorf("name %v, want the file's name", res["name"])
+	}
+}

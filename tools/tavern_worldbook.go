@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/tavern"
@@ -88,6 +89,11 @@ func importTavernWorldbook(ctx context.Context, c *Call) (json.RawMessage, error
 		name, generated := in.Name, ""
 		if name == "" {
 			name = book.Name
+		}
+		if strings.TrimSpace(name) == "" && in.Source.Path != nil {
+			// A nameless World Info file takes its file's name, as SillyTavern names it.
+			base := filepath.Base(*in.Source.Path)
+			name = strings.TrimSuffix(base, filepath.Ext(base))
 		}
 		if strings.TrimSpace(name) == "" {
 			name, generated = defaultBookName, defaultBookName
