@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -69,32 +67,9 @@ func TestStdioDrainsOnEOF(t *testing.T) {
 func TestHTTPDrainsOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	url, svc, started := slowService(t, time.Second)
-	cmd := exec.Command(binPath, "http", "--addr", "127.0.0.1:0", "--api-host", url, "--auth", "none", "--log-level", "info")
-	cmd.Env = cleanEnv("CARDWRITER_TOKEN=drain-token", "CARDWRITER_CONFIG_DIR="+t.TempDir())
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	endpoint := make(chan string, 1)
-	var logs bytes.Buffer
-	go func() {
-		sc := bufio.NewScanner(pr)
-		re := regexp.MustCompile(`MCP endpoint: (http://\S+/mcp)`)
-		for sc.Scan() {
-			logs.WriteString(sc.Text() + "\n")
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				endpoint <- m[1]
-			}
-		}
-	}()
-	defer func() { _ = cmd.Process.Kill(); pw.Close() }()
-	var mcpURL string
-	select {
-	case mcpURL = <-endpoint:
-	case <-time.After(20 * time.Second):
-		t.Fatal("no endpoint")
-	}
+	proc, found := startProcess(t, []string{"CARDWRITER_TOKEN=drain-token", "CARDWRITER_CONFIG_DIR=" + t.TempDir()},
+		[]string{"http", "--addr", "127.0.0.1:0", "--api-host", url, "--auth", "none", "--log-level", "info"}, `MCP endpoint: (http://\S+/mcp)`)
+	mcpURL := found[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: mcpURL}, nil)
@@ -117,9 +92,8 @@ func TestHTTPDrainsOnSIGTERM(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
+	stopped := make(chan error, 1)
+	go func() { stopped <- proc.stop(syscall.SIGTERM) }()
 	time.Sleep(100 * time.Millisecond)
 	if resp, err := http.Post(mcpURL, "application/json", strings.NewReader(`{}`)); err == nil {
 		resp.Body.Close()
@@ -129,15 +103,8 @@ func TestHTTPDrainsOnSIGTERM(t *testing.T) {
 	if r.err != nil || r.res.IsError {
 		t.Fatalf("the call under way at SIGTERM: %v %v", r.err, r.res)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Errorf("exit: %v\n%s", err, logs.String())
-		}
-	case <-time.After(15 * time.Second):
-		t.Errorf("the server did not exit after draining:\n%s", logs.String())
+	if err := <-stopped; err != nil {
+		t.Errorf("exit: %v\n%s", err, proc.logs.String())
 	}
 	if inv := svc.Inventory("drain-token"); inv.Cards != 1 {
 		t.Errorf("the sandbox holds %d cards, want 1", inv.Cards)

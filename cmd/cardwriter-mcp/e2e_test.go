@@ -102,47 +102,77 @@ func TestHTTPAuthoringSession(t *testing.T) {
 // The process is stopped with SIGTERM at the end of the test and must exit cleanly.
 func startHTTP(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(binPath, append([]string{"http", "--sandbox", "--addr", "127.0.0.1:0"}, args...)...)
-	cmd.Env = cleanEnv()
+	_, found := startProcess(t, nil, append([]string{"http", "--sandbox", "--addr", "127.0.0.1:0"}, args...), `MCP endpoint: (http://\S+)/mcp`)
+	return found[0]
+}
+
+// process is a running cardwriter-mcp whose stderr is kept.
+type process struct {
+	cmd  *exec.Cmd
+	logs *syncBuffer
+	once sync.Once
+	err  error
+}
+
+// stop sends sig and waits for the exit (killing the process after 20 s); only the first call
+// acts, and every call returns how the process exited.
+func (p *process) stop(sig os.Signal) error {
+	p.once.Do(func() {
+		_ = p.cmd.Process.Signal(sig)
+		done := make(chan error, 1)
+		go func() { done <- p.cmd.Wait() }()
+		select {
+		case p.err = <-done:
+		case <-time.After(20 * time.Second):
+			_ = p.cmd.Process.Kill()
+			p.err = fmt.Errorf("did not stop within 20s of %v", sig)
+		}
+	})
+	return p.err
+}
+
+// startProcess runs the binary with args (and env besides a clean environment) and waits until
+// its stderr has shown a line matching each pattern; it returns the first submatch of each. At
+// the end of the test the process is stopped with SIGTERM and must exit cleanly.
+func startProcess(t *testing.T, env, args []string, patterns ...string) (*process, []string) {
+	t.Helper()
+	p := &process{cmd: exec.Command(binPath, args...), logs: &syncBuffer{}}
+	p.cmd.Env = cleanEnv(env...)
 	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
+	p.cmd.Stderr = pw
+	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	endpoint := make(chan string, 1)
-	var logs bytes.Buffer
+	found := make([]string, len(patterns))
+	all := make(chan struct{})
 	go func() {
 		sc := bufio.NewScanner(pr)
-		re := regexp.MustCompile(`MCP endpoint: (http://\S+)/mcp`)
+		left := len(patterns)
 		for sc.Scan() {
-			logs.WriteString(sc.Text() + "\n")
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				endpoint <- m[1]
+			p.logs.Write([]byte(sc.Text() + "\n"))
+			for i, pat := range patterns {
+				if m := regexp.MustCompile(pat).FindStringSubmatch(sc.Text()); m != nil && found[i] == "" && left > 0 {
+					found[i] = m[1]
+					if left--; left == 0 {
+						close(all)
+					}
+				}
 			}
 		}
 	}()
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("http server did not exit cleanly on SIGTERM: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("http server did not stop within 20s of SIGTERM")
+		if err := p.stop(syscall.SIGTERM); err != nil {
+			t.Errorf("%s did not exit cleanly on SIGTERM: %v", args[0], err)
 		}
 		pw.Close()
 	})
 	select {
-	case base := <-endpoint:
-		return base
+	case <-all:
+		return p, found
 	case <-time.After(30 * time.Second):
-		t.Fatalf("http server did not start:\n%s", logs.String())
+		t.Fatalf("%s did not start:\n%s", args[0], p.logs.String())
 	}
-	return ""
+	return nil, nil
 }
 
 // call invokes a tool and returns its structured content; wantErr says whether isError is expected.

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net/http"
-	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -17,37 +14,8 @@ import (
 // TestMetrics scrapes /metrics after a session: the counters moved, and no label holds an id.
 func TestMetrics(t *testing.T) {
 	t.Parallel()
-	cmd := exec.Command(binPath, "http", "--sandbox", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0")
-	cmd.Env = cleanEnv()
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); pw.Close() }()
-	found := make(chan [2]string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		var endpoint, metricsURL string
-		for sc.Scan() {
-			if m := regexp.MustCompile(`MCP endpoint: (http://\S+/mcp)`).FindStringSubmatch(sc.Text()); m != nil {
-				endpoint = m[1]
-			}
-			if m := regexp.MustCompile(`metrics: (http://\S+/metrics)`).FindStringSubmatch(sc.Text()); m != nil {
-				metricsURL = m[1]
-			}
-			if endpoint != "" && metricsURL != "" {
-				found <- [2]string{endpoint, metricsURL}
-				endpoint = ""
-			}
-		}
-	}()
-	var urls [2]string
-	select {
-	case urls = <-found:
-	case <-time.After(20 * time.Second):
-		t.Fatal("no endpoints")
-	}
+	_, urls := startProcess(t, nil, []string{"http", "--sandbox", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"},
+		`MCP endpoint: (http://\S+/mcp)`, `metrics: (http://\S+/metrics)`)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: urls[0]}, nil)

@@ -1,16 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"os/exec"
-	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 func getReady(t *testing.T, base string) (int, map[string]any) {
@@ -40,33 +36,12 @@ func TestReadyz(t *testing.T) {
 	}
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
-	cmd := exec.Command(binPath, "http", "--addr", "127.0.0.1:0", "--api-host", dead, "--auth", "none", "--state-dir", t.TempDir())
-	cmd.Env = cleanEnv("CARDWRITER_TOKEN=t", "CARDWRITER_CONFIG_DIR="+t.TempDir())
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait(); pw.Close() }()
-	base := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(pr)
-		re := regexp.MustCompile(`MCP endpoint: (http://\S+)/mcp`)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				base <- m[1]
-			}
-		}
-	}()
-	select {
-	case b := <-base:
-		status, body := getReady(t, b)
-		checks, _ := body["checks"].(map[string]any)
-		if status != http.StatusServiceUnavailable || !strings.Contains(checks["upstream"].(string), "does not answer") || checks["store"] != "ok" {
-			t.Errorf("dead card service: %d %v", status, body)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("no endpoint")
+	_, found := startProcess(t, []string{"CARDWRITER_TOKEN=t", "CARDWRITER_CONFIG_DIR=" + t.TempDir()},
+		[]string{"http", "--addr", "127.0.0.1:0", "--api-host", dead, "--auth", "none", "--state-dir", t.TempDir()}, `MCP endpoint: (http://\S+)/mcp`)
+	status, body := getReady(t, found[0])
+	checks, _ := body["checks"].(map[string]any)
+	if status != http.StatusServiceUnavailable || !strings.Contains(checks["upstream"].(string), "does not answer") || checks["store"] != "ok" {
+		t.Errorf("dead card service: %d %v", status, body)
 	}
 }
 
