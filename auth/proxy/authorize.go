@@ -140,7 +140,13 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusBadRequest, "Invalid authorization request", "The request must name exactly one client_id.")
 		return
 	}
-	c, err := s.store.GetClient(ctx, clientID)
+	c, err := s.client(ctx, clientID)
+	if err != nil && isMetadataURL(clientID) {
+		s.log.Warn("authorization refused: client metadata document", "client_id", auth.Printable(clientID, 200), "err", err.Error())
+		s.errorPage(w, http.StatusBadRequest, "Unknown application",
+			"The application's client metadata document could not be used: "+err.Error()+".")
+		return
+	}
 	if err != nil {
 		s.errorPage(w, http.StatusBadRequest, "Unknown application",
 			"No application is registered with this client_id. The application must register with this server first.")
@@ -323,7 +329,7 @@ func (s *Server) consentPage(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusForbidden, "Request refused", "This authorization request belongs to another browser. Go back to your application and connect again.")
 		return
 	}
-	c, err := s.store.GetClient(ctx, ar.ClientID)
+	c, err := s.client(ctx, ar.ClientID)
 	if err != nil {
 		s.expiredPage(w)
 		return

@@ -41,6 +41,8 @@ type env struct {
 
 	signInsMu sync.Mutex
 	signIns   []string // OnSignIn's outcomes, in order
+
+	metadataClient *http.Client // envOptions.metadataClient
 }
 
 // signInOutcomes returns what OnSignIn was told so far.
@@ -53,11 +55,13 @@ func (e *env) signInOutcomes() []string {
 type envOptions struct {
 	upstreamAccessTTL time.Duration
 	accessTTL         time.Duration
+	metadataClient    *http.Client // fetches client metadata documents (a test's TLS server)
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
-	e := &env{t: t, clock: authtest.NewClock(time.Now().Truncate(time.Second)), logs: &authtest.LogBuffer{}, secrets: &authtest.Secrets{}, dir: t.TempDir()}
+	e := &env{t: t, clock: authtest.NewClock(time.Now().Truncate(time.Second)), logs: &authtest.LogBuffer{}, secrets: &authtest.Secrets{}, dir: t.TempDir(),
+		metadataClient: o.metadataClient}
 	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.sbURL = authtest.Serve(t, func(url string) http.Handler {
 		sb, err := sandbox.New(sandbox.Options{BaseURL: url, Clock: e.clock.Now, CheckResponses: true,
@@ -98,6 +102,7 @@ func (e *env) start(accessTTL time.Duration, logger *slog.Logger) {
 	}
 	srv, err := New(Options{PublicURL: e.url, APIHost: e.sbURL, Store: store, Key: e.key, AccessTokenTTL: accessTTL,
 		Logger: logger.With("component", "proxy"), Now: e.clock.Now,
+		MetadataHTTPClient: e.metadataClient, AllowPrivateMetadata: e.metadataClient != nil,
 		OnSignIn: func(outcome string) {
 			e.signInsMu.Lock()
 			defer e.signInsMu.Unlock()

@@ -82,6 +82,11 @@ type Options struct {
 	APIOptions []upstream.Option
 	Logger     *slog.Logger     // default discard; no token, code, verifier or cookie is ever logged
 	Now        func() time.Time // default time.Now
+	// MetadataHTTPClient fetches client ID metadata documents (https client_ids); default one
+	// that refuses loopback and private addresses and follows no redirect. AllowPrivateMetadata
+	// lets it reach them (tests only).
+	MetadataHTTPClient   *http.Client
+	AllowPrivateMetadata bool
 	// OnSignIn, when set, is told how each return from the card service's sign-in ended:
 	// "ok", "denied" or "failed" (for metrics).
 	OnSignIn func(outcome string)
@@ -103,6 +108,7 @@ type Server struct {
 
 	locks    grantLocks
 	sessions *sessionOwners
+	cimd     *cimdClients
 	bg       sync.WaitGroup // background revocations
 	stop     chan struct{}
 	stopOnce sync.Once
@@ -153,6 +159,7 @@ func New(opts Options) (*Server, error) {
 		opts: opts, issuer: pub, resource: pub + MCPPath, keys: k, store: opts.Store,
 		log: opts.Logger, now: opts.Now, secure: strings.HasPrefix(pub, "https://"),
 		sessions: newSessionOwners(opts.SessionIdleTTL), stop: make(chan struct{}),
+		cimd: newCIMDClients(opts.MetadataHTTPClient, opts.AllowPrivateMetadata, opts.Now),
 	}
 	s.up = &upstreamAuth{apiHost: opts.APIHost, resource: resource, callback: pub + CallbackPath, hc: opts.HTTPClient,
 		api: api, store: opts.Store, log: opts.Logger, now: opts.Now}
@@ -267,6 +274,7 @@ func (s *Server) authorizationServerMetadata(w http.ResponseWriter, _ *http.Requ
 		"response_modes_supported":                       []string{"query"},
 		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
 		"code_challenge_methods_supported":               []string{"S256"},
+		"client_id_metadata_document_supported":          true,
 		"token_endpoint_auth_methods_supported":          []string{"none"},
 		"revocation_endpoint_auth_methods_supported":     []string{"none"},
 		"authorization_response_iss_parameter_supported": true,
@@ -416,4 +424,13 @@ func writeOAuthError(w http.ResponseWriter, status int, code, desc string) {
 		body["error_description"] = desc
 	}
 	writeJSON(w, status, body)
+}
+
+// client returns the client a client_id names: the metadata document it points at when it is an
+// https URL (Client ID Metadata Documents), else the client registered under it.
+func (s *Server) client(ctx context.Context, id string) (*Client, error) {
+	if isMetadataURL(id) {
+		return s.cimd.get(ctx, id)
+	}
+	return s.store.GetClient(ctx, id)
 }

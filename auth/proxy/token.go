@@ -210,7 +210,7 @@ func (s *Server) publicClient(ctx context.Context, w http.ResponseWriter, r *htt
 		}
 		return nil, true
 	}
-	c, err := s.store.GetClient(ctx, id)
+	c, err := s.client(ctx, id)
 	if err != nil {
 		writeOAuthError(w, http.StatusUnauthorized, "invalid_client", "No client is registered with this client_id.")
 		return nil, false
