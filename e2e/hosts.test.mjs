@@ -121,6 +121,11 @@ for (const { line, transport } of COMBINATIONS) {
         assert.equal(report.ready, true, JSON.stringify(report));
         await bad('validate_card', { roleId: 'nope' });
 
+        const review = await good('review_card', { roleId });
+        assert.equal(review.encoding, 'cl100k_base');
+        assert.ok(review.tokens.total > 0);
+        await bad('review_card', { roleId: 'nope' });
+
         const wb = await good('create_worldbook', { name: 'Shoals', description: 'Sea lore.' });
         const worldbookId = wb.worldbookId;
         await bad('create_worldbook', { description: 'no name' }, 'invalid_arguments');

@@ -19,7 +19,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the README's tool table from the registry")
 
-var readOnlyName = regexp.MustCompile(`^(get_|list_)|^whoami$|^validate_card$|^export_tavern_card$|^test_worldbook_triggers$`)
+var readOnlyName = regexp.MustCompile(`^(get_|list_)|^whoami$|^validate_card$|^review_card$|^export_tavern_card$|^test_worldbook_triggers$`)
 
 // TestRegistry checks every tool of the registry, the way github-mcp-server's
 // tools_validation_test checks its own.
@@ -313,7 +313,7 @@ func TestFilter(t *testing.T) {
 			want: []string{"get_card", "whoami", "validate_card"}},
 		{name: "read-only", filter: Filter{ReadOnly: true}, want: readOnly},
 		{name: "read-only toolset", filter: Filter{Toolsets: []string{"authoring"}, ReadOnly: true},
-			want: []string{"validate_card", "list_card_assets"}},
+			want: []string{"validate_card", "list_card_assets", "review_card"}},
 		{name: "read-only drops a named write tool", filter: Filter{Tools: []string{"create_card", "get_card"}, ReadOnly: true},
 			want: []string{"get_card"}},
 		{name: "unknown toolset", filter: Filter{Toolsets: []string{"cards", "tavernx"}},

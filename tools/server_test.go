@@ -41,7 +41,7 @@ func TestServerListsTheFilteredTools(t *testing.T) {
 		want   []string
 	}{
 		{"all", Filter{}, nil},
-		{"read-only", Filter{ReadOnly: true}, []string{"get_card", "whoami", "validate_card", "list_card_assets",
+		{"read-only", Filter{ReadOnly: true}, []string{"get_card", "whoami", "validate_card", "review_card", "list_card_assets",
 			"list_worldbooks", "get_worldbook", "list_card_worldbooks", "list_worldbook_entries", "list_trial_cards", "get_trial_card",
 			"test_worldbook_triggers", "export_tavern_card"}},
 		{"trial toolset", Filter{Toolsets: []string{"trial"}}, []string{"list_trial_cards", "get_trial_card", "upsert_trial_card", "delete_trial_card"}},

@@ -124,6 +124,7 @@ func definitions() []Tool {
 	var all []Tool
 	all = append(all, cardTools()...)
 	all = append(all, authoringTools()...)
+	all = append(all, reviewTool())
 	all = append(all, worldbookTools()...)
 	all = append(all, triggerTools()...)
 	all = append(all, trialTools()...)

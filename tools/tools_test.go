@@ -97,6 +97,10 @@ func TestEveryToolAgainstTheSandbox(t *testing.T) {
 	if rep["ready"] != true {
 		t.Errorf("a complete card is not ready: %v", rep)
 	}
+	review := ok("review_card", jsonArg(t, map[string]any{"roleId": roleID}))
+	if review["encoding"] != "cl100k_base" || review["tokens"].(map[string]any)["total"] == json.Number("0") {
+		t.Errorf("review_card: %v", review)
+	}
 
 	wb := ok("create_worldbook", `{"name":"The Kestrel's Sector","tags":["sci-fi"]}`)
 	wbID := wb["worldbookId"].(string)

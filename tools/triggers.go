@@ -119,15 +119,7 @@ func testWorldbookTriggers(ctx context.Context, c *Call) (json.RawMessage, error
 			return nil, err
 		}
 		out.WorldbookID, out.Format = wb.WorldbookID, wb.Format
-		for _, e := range list.Entries {
-			te := tavern.Entry{EntryID: e.EntryID, Name: e.Name, Content: e.Content, Keywords: e.Keywords,
-				SecondaryKeywords: e.SecondaryKeywords, IsEnabled: e.IsEnabled, IsConstant: e.IsConstant}
-			if e.MatchOptions != nil {
-				mo := tavern.MatchOptions(*e.MatchOptions)
-				te.MatchOptions = &mo
-			}
-			entries = append(entries, te)
-		}
+		entries = tavernEntries(list.Entries)
 	} else {
 		out.Format = in.Format
 		if out.Format == "" {

@@ -1,0 +1,99 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/review"
+	"github.com/cardwriter/cardwriter-mcp/tavern"
+	"github.com/cardwriter/cardwriter-mcp/upstream"
+)
+
+// reviewTool is review_card: the card author's review of a card and its bound worldbooks.
+func reviewTool() Tool {
+	return Tool{
+		Name:    "review_card",
+		Toolset: ToolsetAuthoring,
+		Title:   "Review a card",
+		Description: "Review a card and its bound worldbooks as an editor would, without changing anything, and say what to fix. " +
+			"Returns token counts (cl100k_base) per field, in total and of what goes with every message, and findings, each " +
+			"with severity (error, warning, info), field, message and fix: a missing first message or empty sections; " +
+			"first messages too short or too long, or repeated; {{char}}/{{user}} macros in the wrong case, with spaces or " +
+			"single braces, and unknown ones; prologue lines written as the character (they are the player's); worldbook " +
+			"entries with no keyword, disabled, sharing a keyword, fired by the card's own first message or example " +
+			"dialogue, or constant and costly. Use it before validate_card and publish_card; validate_card reports what " +
+			"the service requires, review_card what makes the card read well.\n\n" +
+			`Example: {"roleId":"r_8f2c1a"}`,
+		Annotations: readHints(),
+		Handler:     reviewCard,
+		Summary: func(out map[string]any) string {
+			counts := map[string]int64{}
+			for _, f := range list(out, "findings") {
+				if m, ok := f.(map[string]any); ok {
+					counts[str(m, "severity")]++
+				}
+			}
+			tokens := obj(out, "tokens")
+			return fmt.Sprintf("Card %s: %s, %s, %s; %d tokens, %d with every message (%s).", str(out, "roleId"),
+				plural(counts["error"], "error", "errors"), plural(counts["warning"], "warning", "warnings"), plural(counts["info"], "note", "notes"),
+				num(tokens, "total"), num(tokens, "permanent"), str(out, "encoding"))
+		},
+	}
+}
+
+func reviewCard(ctx context.Context, c *Call) (json.RawMessage, error) {
+	var in struct {
+		RoleID string `json:"roleId"`
+	}
+	if err := json.Unmarshal(c.Body, &in); err != nil {
+		return nil, fmt.Errorf("decode the arguments: %w", err)
+	}
+	card, err := c.Client.GetCard(ctx, in.RoleID)
+	if err != nil {
+		return nil, err
+	}
+	rc := review.Card{RoleID: card.RoleID, RoleName: card.RoleName, RoleDesc: card.RoleDesc, RoleWelcome: card.RoleWelcome,
+		Alternates: card.WelcomeAlternates, Prologue: card.Prologue, Sections: map[string]string{}}
+	if s := card.Sections; s != nil {
+		for name, v := range map[string]*string{"description": s.Description, "personality": s.Personality, "scenario": s.Scenario,
+			"exampleDialogue": s.ExampleDialogue, "systemPrompt": s.SystemPrompt, "postHistoryInstructions": s.PostHistoryInstructions,
+			"creatorNotes": s.CreatorNotes} {
+			if v != nil {
+				rc.Sections[name] = *v
+			}
+		}
+	}
+	bound, err := c.Client.ListCardWorldbooks(ctx, in.RoleID)
+	if err != nil {
+		return nil, err
+	}
+	var wbs []review.Worldbook
+	for _, wb := range bound.List {
+		entries, err := c.Client.ListWorldbookEntries(ctx, wb.WorldbookID, "")
+		if err != nil {
+			return nil, err
+		}
+		wbs = append(wbs, review.Worldbook{ID: wb.WorldbookID, Name: wb.Name, Entries: tavernEntries(entries.Entries)})
+	}
+	report, err := review.Review(rc, wbs)
+	if err != nil {
+		return nil, err
+	}
+	return marshalNoEscape(report)
+}
+
+// tavernEntries turns stored entries into the simulator's.
+func tavernEntries(list []upstream.WorldbookEntry) []tavern.Entry {
+	out := make([]tavern.Entry, 0, len(list))
+	for _, e := range list {
+		te := tavern.Entry{EntryID: e.EntryID, Name: e.Name, Content: e.Content, Keywords: e.Keywords,
+			SecondaryKeywords: e.SecondaryKeywords, IsEnabled: e.IsEnabled, IsConstant: e.IsConstant}
+		if e.MatchOptions != nil {
+			mo := tavern.MatchOptions(*e.MatchOptions)
+			te.MatchOptions = &mo
+		}
+		out = append(out, te)
+	}
+	return out
+}
