@@ -65,6 +65,16 @@ func newClient() *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "1"}, nil)
 }
 
+// connectHTTP connects a new client to the streamable HTTP endpoint of the server at base.
+func connectHTTP(ctx context.Context, t *testing.T, base string) *mcp.ClientSession {
+	t.Helper()
+	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", base, err)
+	}
+	return cs
+}
+
 func TestStdioAuthoringSession(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -88,10 +98,7 @@ func TestHTTPAuthoringSession(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	base := startHTTP(t)
-	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
+	cs := connectHTTP(ctx, t, base)
 	authoringSession(ctx, t, cs)
 	if err := cs.Close(); err != nil {
 		t.Errorf("close: %v", err)
@@ -555,10 +562,7 @@ func TestHTTPArgumentLimitsAreToolResults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	base := startHTTP(t)
-	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
-	if err != nil {
-		t.Fatalf("connect: %v", err)
-	}
+	cs := connectHTTP(ctx, t, base)
 	defer cs.Close()
 	tests := []struct {
 		tool  string
@@ -593,10 +597,7 @@ func TestHTTPKeptAsideSurvivesRestart(t *testing.T) {
 	var roleID string
 	t.Run("import, then stop", func(t *testing.T) {
 		base := startHTTP(t, args...)
-		cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
+		cs := connectHTTP(ctx, t, base)
 		defer cs.Close()
 		out := call(ctx, t, cs, "import_tavern_card", map[string]any{"source": map[string]any{"json": card}}, false)
 		roleID, _ = out["roleId"].(string)
@@ -605,10 +606,7 @@ func TestHTTPKeptAsideSurvivesRestart(t *testing.T) {
 		t.Fatal("no card imported")
 	}
 	base := startHTTP(t, args...)
-	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := connectHTTP(ctx, t, base)
 	defer cs.Close()
 	out := call(ctx, t, cs, "export_tavern_card", map[string]any{"roleId": roleID}, false)
 	data, _ := out["card"].(map[string]any)["data"].(map[string]any)

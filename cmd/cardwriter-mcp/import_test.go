@@ -305,10 +305,7 @@ func TestHTTPTavern(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	base := startHTTP(t)
-	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := connectHTTP(ctx, t, base)
 	defer cs.Close()
 	refused := call(ctx, t, cs, "import_tavern_card", map[string]any{"source": map[string]any{"path": "/etc/hostname"}}, true)
 	if refused["error"] != "path_not_allowed" || !strings.Contains(fmt.Sprint(refused["message"]), "HTTP") {
