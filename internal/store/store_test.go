@@ -1,0 +1,268 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
+	"github.com/cardwriter/cardwriter-mcp/internal/store/storetest"
+)
+
+// backends opens each backend for a test; the Redis one on a redis-server of the test's own.
+func backends(t *testing.T) map[string]func(t *testing.T) store.KV {
+	return map[string]func(t *testing.T) store.KV{
+		"memory": func(*testing.T) store.KV { return store.NewMemory() },
+		"bolt": func(t *testing.T) store.KV {
+			b, err := store.OpenBolt(filepath.Join(t.TempDir(), store.BoltFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { b.Close() })
+			return b
+		},
+		"redis": func(t *testing.T) store.KV {
+			srv := storetest.Redis(t)
+			r, err := store.OpenRedis(srv.URL() + "?namespace=test:")
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { r.Close() })
+			return r
+		},
+	}
+}
+
+func TestKV(t *testing.T) {
+	t.Parallel()
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			kv := open(t)
+			ctx := context.Background()
+			check := func(what string, err error) {
+				t.Helper()
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+			}
+			if _, err := kv.Get(ctx, "absent"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("get absent: %v", err)
+			}
+			check("set", kv.Set(ctx, "a", []byte("1"), 0))
+			if v, err := kv.Get(ctx, "a"); err != nil || string(v) != "1" {
+				t.Errorf("get: %q %v", v, err)
+			}
+			if ok, err := kv.Create(ctx, "a", []byte("2"), 0); ok || err != nil {
+				t.Errorf("create over a value: %v %v", ok, err)
+			}
+			if ok, err := kv.Create(ctx, "b", []byte("2"), 0); !ok || err != nil {
+				t.Errorf("create: %v %v", ok, err)
+			}
+			// An error of the change writes nothing.
+			boom := errors.New("boom")
+			if _, err := kv.Update(ctx, "a", store.KeepTTL, func([]byte) ([]byte, error) { return nil, boom }); !errors.Is(err, boom) {
+				t.Errorf("update error: %v", err)
+			}
+			if v, _ := kv.Get(ctx, "a"); string(v) != "1" {
+				t.Errorf("after a failed update: %q", v)
+			}
+			// Take: one of many callers gets the value.
+			check("set", kv.Set(ctx, "once", []byte("x"), 0))
+			var got atomic.Int32
+			var wg sync.WaitGroup
+			for range 16 {
+				wg.Go(func() {
+					if v, err := kv.Take(ctx, "once"); err == nil && string(v) == "x" {
+						got.Add(1)
+					} else if !errors.Is(err, store.ErrNotFound) {
+						t.Errorf("take: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			if got.Load() != 1 {
+				t.Errorf("%d takers got the value, want 1", got.Load())
+			}
+			// Update is atomic: concurrent increments all count.
+			for range 8 {
+				wg.Go(func() {
+					for range 10 {
+						_, err := kv.Update(ctx, "n", 0, func(old []byte) ([]byte, error) {
+							n, _ := strconv.Atoi(string(old))
+							return []byte(strconv.Itoa(n + 1)), nil
+						})
+						if err != nil {
+							t.Errorf("update: %v", err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if v, _ := kv.Get(ctx, "n"); string(v) != "80" {
+				t.Errorf("80 increments gave %q", v)
+			}
+			// Lifetimes: expiry, KeepTTL, Touch.
+			check("set", kv.Set(ctx, "short", []byte("s"), 300*time.Millisecond))
+			check("set", kv.Set(ctx, "kept", []byte("k"), 300*time.Millisecond))
+			_, err := kv.Update(ctx, "kept", store.KeepTTL, func([]byte) ([]byte, error) { return []byte("k2"), nil })
+			check("update keepttl", err)
+			check("set", kv.Set(ctx, "touched", []byte("t"), 300*time.Millisecond))
+			check("touch", kv.Touch(ctx, "touched", time.Hour))
+			if err := kv.Touch(ctx, "absent", time.Hour); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("touch absent: %v", err)
+			}
+			time.Sleep(600 * time.Millisecond)
+			for _, k := range []string{"short", "kept"} {
+				if _, err := kv.Get(ctx, k); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("%s after its ttl: %v", k, err)
+				}
+			}
+			if _, err := kv.Get(ctx, "touched"); err != nil {
+				t.Errorf("touched: %v", err)
+			}
+			// Scan by prefix, glob characters included.
+			for _, k := range []string{"p:[x]*?:1", "p:[x]*?:2", "p:y:1", "q:1"} {
+				check("set", kv.Set(ctx, k, []byte("v"), 0))
+			}
+			var keys []string
+			check("scan", kv.Scan(ctx, "p:[x]*?:", func(k string) error { keys = append(keys, k); return nil }))
+			if strings.Join(sorted(keys), ",") != "p:[x]*?:1,p:[x]*?:2" {
+				t.Errorf("scan: %v", keys)
+			}
+			n := 0
+			check("scan", kv.Scan(ctx, "p:", func(string) error { n++; return store.ErrStop }))
+			if n != 1 {
+				t.Errorf("ErrStop: %d calls", n)
+			}
+			// Lists.
+			if _, err := kv.Range(ctx, "l", 0); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("range absent: %v", err)
+			}
+			for i := range 3 {
+				idx, err := kv.Append(ctx, "l", []byte(fmt.Sprint(i)), time.Hour)
+				if err != nil || idx != int64(i) {
+					t.Errorf("append %d: %d %v", i, idx, err)
+				}
+			}
+			items, err := kv.Range(ctx, "l", 1)
+			if err != nil || len(items) != 2 || string(items[0]) != "1" || string(items[1]) != "2" {
+				t.Errorf("range from 1: %q %v", items, err)
+			}
+			if items, err := kv.Range(ctx, "l", 3); err != nil || len(items) != 0 {
+				t.Errorf("range past the end: %q %v", items, err)
+			}
+			check("delete", kv.Delete(ctx, "a", "l", "never"))
+			if _, err := kv.Range(ctx, "l", 0); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("range deleted: %v", err)
+			}
+			if _, err := kv.Get(ctx, "a"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("get deleted: %v", err)
+			}
+			check("ping", kv.Ping(ctx))
+		})
+	}
+}
+
+func sorted(s []string) []string {
+	out := append([]string(nil), s...)
+	for i := range out {
+		for j := i + 1; j < len(out); j++ {
+			if out[j] < out[i] {
+				out[i], out[j] = out[j], out[i]
+			}
+		}
+	}
+	return out
+}
+
+func TestBoltSurvivesReopenAndIsExclusive(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "state", store.BoltFile)
+	b, err := store.OpenBolt(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := b.Set(ctx, "k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Append(ctx, "l", []byte("i"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.OpenBolt(path); err == nil || !strings.Contains(err.Error(), "another process") {
+		t.Errorf("second open: %v", err)
+	}
+	b.Close()
+	b, err = store.OpenBolt(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if v, err := b.Get(ctx, "k"); err != nil || string(v) != "v" {
+		t.Errorf("after reopening: %q %v", v, err)
+	}
+	if items, err := b.Range(ctx, "l", 0); err != nil || len(items) != 1 {
+		t.Errorf("list after reopening: %q %v", items, err)
+	}
+}
+
+// A Redis that is down or hangs gives an UnavailableError within its timeouts, and the client
+// recovers when Redis is back, without being reopened.
+func TestRedisDownOrHung(t *testing.T) {
+	t.Parallel()
+	srv := storetest.Redis(t)
+	r, err := store.OpenRedis(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := r.Set(ctx, "k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	resume := srv.Pause()
+	if _, err := r.Get(ctx, "k"); !store.IsUnavailable(err) {
+		t.Errorf("hung redis: %v, want an UnavailableError", err)
+	}
+	resume()
+	srv.Stop()
+	if _, err := r.Get(ctx, "k"); !store.IsUnavailable(err) {
+		t.Errorf("redis down: %v", err)
+	} else if !strings.Contains(err.Error(), "unavailable") {
+		t.Errorf("message: %v", err)
+	}
+	srv.Start()
+	if err := r.Set(ctx, "k2", []byte("v"), 0); err != nil {
+		t.Errorf("after redis came back: %v", err)
+	}
+}
+
+func TestOpen(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ spec, want string }{
+		{"postgres://u:secret@h/db", `scheme "postgres"`},
+		{"redis://u:secret@h:1/notanumber", "invalid"},
+	} {
+		_, err := store.Open(tc.spec, t.TempDir())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.spec, err, tc.want)
+		}
+		if err != nil && strings.Contains(err.Error(), "secret") {
+			t.Errorf("%s: the password is in the message: %v", tc.spec, err)
+		}
+	}
+	kv, err := store.Open("", t.TempDir())
+	if err != nil || !strings.HasPrefix(kv.Name(), "bolt ") {
+		t.Errorf("default: %v %v", kv, err)
+	}
+	kv.Close()
+}

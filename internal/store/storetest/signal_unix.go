@@ -1,0 +1,7 @@
+//go:build unix
+
+package storetest
+
+import "syscall"
+
+var stopSignal, contSignal = syscall.SIGSTOP, syscall.SIGCONT
