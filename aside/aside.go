@@ -3,8 +3,9 @@
 // opaque bytes, keyed by the card service, the user and the card or worldbook they belong to;
 // the caller decides what is in them.
 //
-// Two stores: Memory (for a server that keeps nothing on disk, and tests) and File (one JSON file
-// per key in a directory of the user's config dir, for the stdio server and the command line).
+// Three stores: Memory (tests), File (one JSON file per key in a directory of the user's config
+// dir, for the stdio server and the command line) and KV (the HTTP server's store: the embedded
+// file, or Redis shared by replicas).
 package aside
 
 import (
@@ -165,21 +166,30 @@ func (s *File) Get(_ context.Context, key Key) ([]byte, bool, error) {
 	return []byte(rec.Data), true, nil
 }
 
+// encodeRecord is a record as stored: the key beside the data (JSON), at most MaxRecordBytes.
+func encodeRecord(key Key, data []byte) ([]byte, error) {
+	if !json.Valid(data) {
+		return nil, errors.New("aside: a record must be JSON")
+	}
+	out, err := json.Marshal(fileRecord{Key: key, Data: data})
+	if err != nil {
+		return nil, fmt.Errorf("aside: %w", err)
+	}
+	if len(out) > MaxRecordBytes {
+		return nil, fmt.Errorf("aside: the record is larger than %d bytes", MaxRecordBytes)
+	}
+	return out, nil
+}
+
 // Put writes the record of key (data must be JSON) atomically: a temporary file in the same
 // directory, synced, then renamed over the old one.
 func (s *File) Put(_ context.Context, key Key, data []byte) error {
 	if err := key.valid(); err != nil {
 		return err
 	}
-	if !json.Valid(data) {
-		return errors.New("aside: a record must be JSON")
-	}
-	out, err := json.Marshal(fileRecord{Key: key, Data: data})
+	out, err := encodeRecord(key, data)
 	if err != nil {
-		return fmt.Errorf("aside: %w", err)
-	}
-	if len(out) > MaxRecordBytes {
-		return fmt.Errorf("aside: the record is larger than %d bytes", MaxRecordBytes)
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/cardwriter/cardwriter-mcp/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
+	"github.com/cardwriter/cardwriter-mcp/internal/store/storetest"
 )
 
 func TestStores(t *testing.T) {
@@ -25,6 +27,15 @@ func TestStores(t *testing.T) {
 	for name, mk := range map[string]func(*testing.T) aside.Store{
 		"memory": func(*testing.T) aside.Store { return aside.NewMemory() },
 		"file":   newFile,
+		"kv":     func(*testing.T) aside.Store { return aside.NewKV(store.NewMemory()) },
+		"redis": func(t *testing.T) aside.Store {
+			kv, err := store.OpenRedis(storetest.Redis(t).URL())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { kv.Close() })
+			return aside.NewKV(kv)
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -119,5 +130,33 @@ func TestFileStoreOnDisk(t *testing.T) {
 	}
 	if _, err := aside.NewFile(""); err == nil {
 		t.Error("NewFile accepted no directory")
+	}
+}
+
+// A server that kept records in files moves them into its store once, and finds them there.
+func TestImportDir(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "aside")
+	files, err := aside.NewFile(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := aside.Key{BaseURL: "https://api.example.com/open/v1", UserID: "u1", Kind: aside.KindCard, ID: "r_1"}
+	if err := files.Put(ctx, k, []byte(`{"creator":"me"}`)); err != nil {
+		t.Fatal(err)
+	}
+	kv := aside.NewKV(store.NewMemory())
+	if n, err := aside.ImportDir(ctx, dir, kv); n != 1 || err != nil {
+		t.Fatalf("import: %d %v", n, err)
+	}
+	if d, ok, err := kv.Get(ctx, k); !ok || err != nil || string(d) != `{"creator":"me"}` {
+		t.Errorf("after import: %s %v %v", d, ok, err)
+	}
+	if _, err := os.Stat(dir + ".imported"); err != nil {
+		t.Errorf("the directory was not renamed: %v", err)
+	}
+	if n, err := aside.ImportDir(ctx, dir, kv); n != 0 || err != nil {
+		t.Errorf("second import: %d %v", n, err)
 	}
 }

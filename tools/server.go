@@ -58,6 +58,9 @@ type Options struct {
 	// service token, the session, the client), the tool, the ids it acted on, the outcome and
 	// the duration; never content or a token.
 	Audit *slog.Logger
+	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the
+	// shared session state records what sessions negotiate).
+	Hooks *server.Hooks
 }
 
 // NewServer returns the MCP server of the tools Filter selects, calling the card service through
@@ -86,7 +89,10 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 			instructions += " This server serves only some of these tools (see tools/list); the others are not available here."
 		}
 	}
-	hooks := &server.Hooks{}
+	hooks := opts.Hooks
+	if hooks == nil {
+		hooks = &server.Hooks{}
+	}
 	if opts.Tracer != nil {
 		traceRequests(opts.Tracer.Tracer("github.com/cardwriter/cardwriter-mcp/tools"), hooks)
 	}

@@ -207,7 +207,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		fail("invalid_scope", "The client did not register the scope "+Scope+".")
 		return
 	}
-	if s.requestCount() >= maxRequests {
+	if s.requestCount(r.Context()) >= maxRequests {
 		fail("temporarily_unavailable", "Too many authorizations are in progress; try again in a few minutes.")
 		return
 	}

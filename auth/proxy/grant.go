@@ -3,9 +3,18 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/upstream"
+)
+
+// refreshLease bounds how long one replica may hold a grant's refresh (the card service call
+// has a shorter deadline); leasePoll is how often a waiting replica looks again.
+const (
+	refreshLease = 30 * time.Second
+	leasePoll    = 50 * time.Millisecond
 )
 
 // errGrantEnded marks the end of a grant: revoked, expired, dropped by the card service, or
@@ -70,12 +79,29 @@ func (s *Server) upstreamAccess(ctx context.Context, grantID string, rejected up
 	}
 	unlock := s.locks.lock(grantID)
 	defer unlock()
-	t, g, err = s.grantTokens(ctx, grantID) // another request may have refreshed meanwhile
-	if err != nil {
-		return "", err
-	}
-	if !s.needsRefresh(t, rejected) {
-		return t.Access, nil
+	// One refresh of a grant at a time across replicas too: the card service rotates its
+	// refresh token, so a second concurrent refresh would end the grant.
+	for {
+		t, g, err = s.grantTokens(ctx, grantID) // another request may have refreshed meanwhile
+		if err != nil {
+			return "", err
+		}
+		if !s.needsRefresh(t, rejected) {
+			return t.Access, nil
+		}
+		ok, release, err := s.store.Lease(ctx, "refresh:"+grantID, refreshLease)
+		if err != nil {
+			return "", fmt.Errorf("proxy: refresh a grant: %w", err)
+		}
+		if ok {
+			defer release()
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(leasePoll):
+		}
 	}
 	if !g.UpstreamRefreshable {
 		s.revokeGrant(ctx, grantID, "the card service's access token expired and cannot be refreshed")

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
@@ -32,7 +34,8 @@ type env struct {
 	sb      *sandbox.Service
 	sbURL   string
 	srv     *Server
-	store   *FileStore
+	store   *KVStore
+	kv      store.KV
 	dir     string
 	key     []byte
 	url     string // the proxy's public URL
@@ -94,13 +97,13 @@ func (e *env) start(accessTTL time.Duration, logger *slog.Logger) {
 	e.t.Helper()
 	if e.srv != nil {
 		e.srv.Close()
-		e.store.Close()
+		e.kv.Close()
 	}
-	store, err := OpenFileStore(e.dir)
+	kv, err := store.OpenBolt(filepath.Join(e.dir, store.BoltFile))
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	srv, err := New(Options{PublicURL: e.url, APIHost: e.sbURL, Store: store, Key: e.key, AccessTokenTTL: accessTTL,
+	srv, err := New(Options{PublicURL: e.url, APIHost: e.sbURL, KV: kv, Key: e.key, AccessTokenTTL: accessTTL,
 		Logger: logger.With("component", "proxy"), Now: e.clock.Now,
 		MetadataHTTPClient: e.metadataClient, AllowPrivateMetadata: e.metadataClient != nil,
 		OnSignIn: func(outcome string) {
@@ -112,9 +115,9 @@ func (e *env) start(accessTTL time.Duration, logger *slog.Logger) {
 		e.t.Fatal(err)
 	}
 	handlerMu.Lock()
-	e.srv, e.store = srv, store
+	e.srv, e.store, e.kv = srv, srv.store, kv
 	handlerMu.Unlock()
-	e.t.Cleanup(func() { srv.Close(); store.Close() })
+	e.t.Cleanup(func() { srv.Close(); kv.Close() })
 }
 
 func (e *env) handler() http.Handler {

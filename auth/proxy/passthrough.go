@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
@@ -32,6 +33,9 @@ type PassthroughOptions struct {
 	APIHost        string            // the card service; its origin is the authorization server
 	APIOptions     []upstream.Option // the client of GET /me
 	SessionIdleTTL time.Duration     // default 30 minutes
+	// Sessions keeps which user opened each MCP session, shared by every replica; default a
+	// store.Memory of this process.
+	Sessions store.KV
 	Logger         *slog.Logger
 	Now            func() time.Time
 }
@@ -75,13 +79,16 @@ func NewPassthrough(opts PassthroughOptions) (*Passthrough, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Sessions == nil {
+		opts.Sessions = store.NewMemory()
+	}
 	u, err := url.Parse(api.BaseURL())
 	if err != nil {
 		return nil, fmt.Errorf("proxy: the card service: %w", err)
 	}
 	issuer, _ := canonicalResource(u.Scheme + "://" + u.Host)
 	return &Passthrough{public: pub, issuer: issuer, resource: resource, api: api,
-		sessions: newSessionOwners(opts.SessionIdleTTL), log: opts.Logger, now: opts.Now, known: map[string]knownToken{}}, nil
+		sessions: newSessionOwners(opts.Sessions, opts.SessionIdleTTL), log: opts.Logger, now: opts.Now, known: map[string]knownToken{}}, nil
 }
 
 // ResourceMetadataURL is where the protected-resource metadata is.
@@ -126,7 +133,6 @@ func (p *Passthrough) Protect(next http.Handler) http.Handler {
 
 // Sweep drops idle session bindings and remembered tokens; call it now and then.
 func (p *Passthrough) Sweep() {
-	p.sessions.sweep(time.Now())
 	now := p.now()
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
@@ -463,15 +464,18 @@ func TestUpstreamRefreshAndFailure(t *testing.T) {
 
 func onlyGrant(t *testing.T, e *env) *Grant {
 	t.Helper()
-	e.store.mu.Lock()
-	defer e.store.mu.Unlock()
-	if len(e.store.data.Grants) != 1 {
-		t.Fatalf("%d grants", len(e.store.data.Grants))
+	var ids []string
+	if err := e.kv.Scan(context.Background(), keyGrant, func(k string) error { ids = append(ids, k[len(keyGrant):]); return nil }); err != nil {
+		t.Fatal(err)
 	}
-	for _, g := range e.store.data.Grants {
-		return clone(g)
+	if len(ids) != 1 {
+		t.Fatalf("%d grants", len(ids))
 	}
-	return nil
+	g, err := e.store.GetGrant(context.Background(), ids[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 func TestAccessTokenNeverOutlivesUpstream(t *testing.T) {
@@ -546,12 +550,12 @@ func TestStateSurvivesRestartAndKeyChange(t *testing.T) {
 		t.Errorf("refresh after a restart: %d", status)
 	}
 	// Nothing secret is in the state file in the clear.
-	raw, err := os.ReadFile(filepath.Join(e.dir, stateFile))
+	raw, err := os.ReadFile(filepath.Join(e.dir, store.BoltFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.secrets.CheckKnown(t, "the state file", string(raw))
-	fi, _ := os.Stat(filepath.Join(e.dir, stateFile))
+	fi, _ := os.Stat(filepath.Join(e.dir, store.BoltFile))
 	if fi.Mode().Perm() != 0o600 {
 		t.Errorf("state file mode %v", fi.Mode().Perm())
 	}
@@ -570,8 +574,7 @@ func TestTokenForAnotherResource(t *testing.T) {
 	access, _ := c.signIn()
 	// The same state served under another public URL: tokens issued for the old one are not
 	// for this resource.
-	store := e.store
-	srv, err := New(Options{PublicURL: "http://localhost:1", APIHost: e.sbURL, Store: store, Key: e.key, Now: e.clock.Now})
+	srv, err := New(Options{PublicURL: "http://localhost:1", APIHost: e.sbURL, KV: e.kv, Key: e.key, Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -618,27 +621,6 @@ func TestRegistration(t *testing.T) {
 	}
 }
 
-func TestFileStoreIsExclusive(t *testing.T) {
-	dir := t.TempDir()
-	s, err := OpenFileStore(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := OpenFileStore(dir); err == nil || !strings.Contains(err.Error(), "another") {
-		t.Errorf("second open: %v", err)
-	}
-	s.Close()
-	s2, err := OpenFileStore(dir)
-	if err != nil {
-		t.Fatalf("open after close: %v", err)
-	}
-	s2.Close()
-	fi, _ := os.Stat(dir)
-	if fi.Mode().Perm() != 0o700 {
-		t.Errorf("dir mode %v", fi.Mode().Perm())
-	}
-}
-
 func TestLoadKey(t *testing.T) {
 	dir := t.TempDir()
 	k1, gen, err := LoadKey("", dir)
@@ -663,4 +645,56 @@ func regexpFind(expr, s string) string {
 		return ""
 	}
 	return m[1]
+}
+
+// An earlier version's state file is moved into the store: its tokens keep working.
+func TestImportStateFile(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.register("Upgrade", "http://127.0.0.1:9/cb")
+	access, refresh := c.signIn()
+	// Write what the store holds as an earlier version's file, on a fresh store.
+	ctx := context.Background()
+	old := map[string]any{"version": 1, "clients": map[string]any{}, "consents": map[string]any{}, "requests": map[string]any{},
+		"grants": map[string]any{}, "secrets": map[string]any{}, "upstream": map[string]any{}}
+	for prefix, field := range map[string]string{keyClient: "clients", keyGrant: "grants", keySecret: "secrets", keyUpstream: "upstream", keyConsent: "consents"} {
+		if err := e.kv.Scan(ctx, prefix, func(k string) error {
+			raw, err := e.kv.Get(ctx, k)
+			if err != nil {
+				return err
+			}
+			old[field].(map[string]any)[k[len(prefix):]] = json.RawMessage(raw)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, _ := json.Marshal(old)
+	logger := e.srv.log
+	e.srv.Close()
+	e.kv.Close()
+	if err := os.Remove(filepath.Join(e.dir, store.BoltFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, StateFile), raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kv, err := store.OpenBolt(filepath.Join(e.dir, store.BoltFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ImportStateFile(ctx, e.dir, kv); err != nil || n == 0 {
+		t.Fatalf("import: %d %v", n, err)
+	}
+	kv.Close()
+	e.srv = nil
+	e.start(0, logger)
+	if status, _, out := e.mcpCall(access, "", initBody); status != 200 || out["user"] != "u_demo" {
+		t.Errorf("an imported access token: %d %v", status, out)
+	}
+	if status, _ := c.refresh(refresh); status != 200 {
+		t.Errorf("an imported refresh token: %d", status)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, StateFile+".imported")); err != nil {
+		t.Errorf("the file was not renamed: %v", err)
+	}
 }

@@ -14,10 +14,10 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
@@ -147,7 +147,16 @@ func (rs *resourceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
-	if sid != "" && !rs.sessions.owned(sid, p.UserID) {
+	owned := true
+	if sid != "" {
+		var err error
+		if owned, err = rs.sessions.owned(r.Context(), sid, p.UserID); err != nil {
+			rs.log.Error("mcp request refused: the session could not be checked", "err", err)
+			rs.challenge(w, r, &authFailure{status: http.StatusServiceUnavailable, token: true, reason: "The session could not be checked; try again."})
+			return
+		}
+	}
+	if !owned {
 		// Unknown, or another user's: the same answer, so that session ids cannot be probed.
 		rs.log.Warn("mcp request refused: the session is not this user's", "session", sessionTag(sid), "client_id", p.ClientID)
 		writeJSONRPCError(w, http.StatusNotFound, "Session not found")
@@ -166,7 +175,9 @@ func (rs *resourceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := &responseWriter{ResponseWriter: w, rs: rs, r: r, state: st, user: p.UserID, sid: sid}
 	rs.next.ServeHTTP(rw, r.WithContext(ctx))
 	if r.Method == http.MethodDelete && sid != "" && rw.status/100 == 2 {
-		rs.sessions.forget(sid)
+		if err := rs.sessions.forget(context.WithoutCancel(r.Context()), sid); err != nil {
+			rs.log.Warn("forget a deleted session", "err", err)
+		}
 	}
 }
 
@@ -237,7 +248,18 @@ func (w *responseWriter) WriteHeader(status int) {
 	}
 	w.status = status
 	if id := w.Header().Get("Mcp-Session-Id"); id != "" && id != w.sid && status/100 == 2 {
-		w.rs.sessions.own(id, w.user)
+		if err := w.rs.sessions.own(context.WithoutCancel(w.r.Context()), id, w.user); err != nil {
+			// The session cannot be bound to its user: refuse it rather than open it unbound.
+			w.rs.log.Error("a new session could not be recorded", "err", err)
+			w.status = http.StatusServiceUnavailable
+			w.swallow = true
+			h := w.Header()
+			h.Del("Mcp-Session-Id")
+			h.Del("Content-Type")
+			w.rs.challenge(w.ResponseWriter, w.r, &authFailure{status: http.StatusServiceUnavailable, token: true,
+				reason: "The session could not be recorded; try again."})
+			return
+		}
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
@@ -265,55 +287,43 @@ func (w *responseWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// sessionOwners binds MCP session ids to the user who opened them; entries idle longer than
-// the session idle time (plus a margin) are dropped, as the MCP server drops the sessions.
+// sessionOwners binds MCP session ids to the user who opened them, in the KV shared by every
+// replica; a binding idle longer than the session idle time (plus a margin) expires, as the
+// MCP server drops the sessions.
 type sessionOwners struct {
+	kv   store.KV
 	idle time.Duration
-	mu   sync.Mutex
-	m    map[string]*sessionOwner
 }
 
-type sessionOwner struct {
-	user string
-	seen time.Time
+func newSessionOwners(kv store.KV, idle time.Duration) *sessionOwners {
+	return &sessionOwners{kv: kv, idle: idle + time.Minute}
 }
 
-func newSessionOwners(idle time.Duration) *sessionOwners {
-	return &sessionOwners{idle: idle, m: map[string]*sessionOwner{}}
+// own binds a new session to user; a session already bound keeps its user.
+func (so *sessionOwners) own(ctx context.Context, sid, user string) error {
+	_, err := so.kv.Create(ctx, keySession+hashKey(sid), []byte(user), so.idle)
+	return err
 }
 
-func (so *sessionOwners) own(sid, user string) {
-	so.mu.Lock()
-	defer so.mu.Unlock()
-	if _, taken := so.m[sid]; !taken {
-		so.m[sid] = &sessionOwner{user: user, seen: time.Now()}
+// owned reports whether sid is a known session of user, and keeps the binding alive.
+func (so *sessionOwners) owned(ctx context.Context, sid, user string) (bool, error) {
+	key := keySession + hashKey(sid)
+	v, err := so.kv.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
 	}
-}
-
-// owned reports whether sid is a known session of user, and marks it used.
-func (so *sessionOwners) owned(sid, user string) bool {
-	so.mu.Lock()
-	defer so.mu.Unlock()
-	o := so.m[sid]
-	if o == nil || o.user != user {
-		return false
+	if err != nil {
+		return false, err
 	}
-	o.seen = time.Now()
-	return true
-}
-
-func (so *sessionOwners) forget(sid string) {
-	so.mu.Lock()
-	defer so.mu.Unlock()
-	delete(so.m, sid)
-}
-
-func (so *sessionOwners) sweep(now time.Time) {
-	so.mu.Lock()
-	defer so.mu.Unlock()
-	for sid, o := range so.m {
-		if now.Sub(o.seen) > so.idle+time.Minute {
-			delete(so.m, sid)
-		}
+	if string(v) != user {
+		return false, nil
 	}
+	if err := so.kv.Touch(ctx, key, so.idle); err != nil && !errors.Is(err, store.ErrNotFound) {
+		return false, err
+	}
+	return true, nil
+}
+
+func (so *sessionOwners) forget(ctx context.Context, sid string) error {
+	return so.kv.Delete(ctx, keySession+hashKey(sid))
 }

@@ -38,7 +38,7 @@ func LoadKey(value, dir string) (key []byte, generated bool, err error) {
 	if dir == "" {
 		return nil, false, errors.New("proxy: no state key and no state directory to keep one in")
 	}
-	if err := os.MkdirAll(dir, dirPerm); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, false, fmt.Errorf("proxy: state directory: %w", err)
 	}
 	path := filepath.Join(dir, KeyFile)
@@ -55,7 +55,7 @@ func LoadKey(value, dir string) (key []byte, generated bool, err error) {
 	}
 	key = make([]byte, KeySize)
 	_, _ = rand.Read(key)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return nil, false, fmt.Errorf("proxy: create the state key: %w", err)
 	}

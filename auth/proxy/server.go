@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
@@ -66,7 +67,9 @@ type Options struct {
 	PublicURL string
 	// APIHost is the card service (scheme://host[:port]); its API is {APIHost}/open/v1.
 	APIHost string
-	Store   Store  // required
+	// KV keeps the proxy's state (clients, consents, requests, grants with sealed card service
+	// tokens, digests of codes and tokens, session owners); required. Replicas share one.
+	KV  store.KV
 	Key     []byte // the state key (KeySize bytes): seals the card service's tokens, signs cookies
 
 	AccessTokenTTL  time.Duration // of the proxy's access tokens; default 1h, capped by the card service's grant
@@ -100,7 +103,7 @@ type Server struct {
 	issuer   string // = PublicURL
 	resource string // canonical resource: PublicURL + /mcp
 	keys     *keys
-	store    Store
+	store    *KVStore
 	up       *upstreamAuth
 	log      *slog.Logger
 	now      func() time.Time
@@ -121,8 +124,8 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: the public URL: %w", err)
 	}
-	if opts.Store == nil {
-		return nil, errors.New("proxy: a Store is required")
+	if opts.KV == nil {
+		return nil, errors.New("proxy: a store is required")
 	}
 	k, err := deriveKeys(opts.Key)
 	if err != nil {
@@ -155,14 +158,16 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	st := NewKVStore(opts.KV)
+	st.now = opts.Now
 	s := &Server{
-		opts: opts, issuer: pub, resource: pub + MCPPath, keys: k, store: opts.Store,
+		opts: opts, issuer: pub, resource: pub + MCPPath, keys: k, store: st,
 		log: opts.Logger, now: opts.Now, secure: strings.HasPrefix(pub, "https://"),
-		sessions: newSessionOwners(opts.SessionIdleTTL), stop: make(chan struct{}),
+		sessions: newSessionOwners(opts.KV, opts.SessionIdleTTL), stop: make(chan struct{}),
 		cimd: newCIMDClients(opts.MetadataHTTPClient, opts.AllowPrivateMetadata, opts.Now),
 	}
 	s.up = &upstreamAuth{apiHost: opts.APIHost, resource: resource, callback: pub + CallbackPath, hc: opts.HTTPClient,
-		api: api, store: opts.Store, log: opts.Logger, now: opts.Now}
+		api: api, store: st, log: opts.Logger, now: opts.Now}
 	go s.sweeper()
 	return s, nil
 }
@@ -304,7 +309,6 @@ func (s *Server) sweep() {
 		s.log.Info("grant expired", "grant", g.ID, "client_id", g.ClientID, "user", g.UserID)
 		s.revokeUpstream(g)
 	}
-	s.sessions.sweep(time.Now())
 }
 
 // revokeGrant ends a grant: its codes and tokens stop working at once, and the card service

@@ -95,7 +95,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if s.clientCount() >= maxClients {
+	if s.clientCount(r.Context()) >= maxClients {
 		writeOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "This server holds as many clients as it can.")
 		return
 	}
@@ -123,28 +123,16 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, out)
 }
 
-// counter is implemented by stores that can tell how much they hold (FileStore does), so
-// that registration and authorization requests cannot grow the state without bound.
-type counter interface {
-	Counts() (clients, requests int)
+// clientCount is the number of registered clients, counted up to maxClients.
+func (s *Server) clientCount(ctx context.Context) int {
+	n, _ := s.store.CountClients(ctx, maxClients)
+	return n
 }
 
-// clientCount is the number of registered clients, when the store can tell.
-func (s *Server) clientCount() int {
-	if c, ok := s.store.(counter); ok {
-		n, _ := c.Counts()
-		return n
-	}
-	return 0
-}
-
-// requestCount is the number of authorization requests in progress, when the store can tell.
-func (s *Server) requestCount() int {
-	if c, ok := s.store.(counter); ok {
-		_, n := c.Counts()
-		return n
-	}
-	return 0
+// requestCount is the number of authorization requests in progress, counted up to maxRequests.
+func (s *Server) requestCount(ctx context.Context) int {
+	n, _ := s.store.CountRequests(ctx, maxRequests)
+	return n
 }
 
 // checkRedirectURI accepts an absolute https URI, or an http URI on a loopback host, without

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
@@ -151,4 +152,18 @@ func printDoctor(w io.Writer, checks []doctorCheck) error {
 	}
 	fmt.Fprintln(w, "All checks passed.")
 	return nil
+}
+
+// probeDir writes and removes a file in dir.
+func probeDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".ready-*")
+	if err != nil {
+		return err
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(filepath.Clean(name))
 }

@@ -17,28 +17,50 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/aside"
 	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
+	"github.com/cardwriter/cardwriter-mcp/internal/sessions"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
-// httpAside is the HTTP server's kept-aside store (what imported tavern files hold that the
-// card service cannot): files under <state-dir>/aside, so that a restart loses none of it;
+// openStore opens what the HTTP server keeps (the OAuth proxy's state, kept-aside tavern data,
+// MCP sessions and their events): --store when set (Redis for several replicas); else the
+// embedded file in the state directory, into which an earlier version's files are imported;
 // memory only beside an in-memory sandbox, whose cards a restart loses anyway.
-func httpAside(f *serverFlags, af *httpAuthFlags) (tools.AsideStore, error) {
-	if f.sandbox && f.sandboxData == "" {
-		return nil, nil
+func openStore(ctx context.Context, spec string, f *serverFlags, af *httpAuthFlags, logger *slog.Logger) (store.KV, error) {
+	if spec == "" && f.sandbox && f.sandboxData == "" {
+		return store.NewMemory(), nil
 	}
-	dir, err := af.stateDirectory()
+	dir := ""
+	if spec == "" {
+		var err error
+		if dir, err = af.stateDirectory(); err != nil {
+			return nil, err
+		}
+	}
+	kv, err := store.Open(spec, dir)
 	if err != nil {
+		return nil, fmt.Errorf("--store: %w", err)
+	}
+	if dir == "" {
+		return kv, nil
+	}
+	n, err := proxy.ImportStateFile(ctx, dir, kv)
+	if err == nil {
+		var m int
+		m, err = aside.ImportDir(ctx, filepath.Join(dir, "aside"), aside.NewKV(kv))
+		n += m
+	}
+	if err != nil {
+		kv.Close()
 		return nil, err
 	}
-	store, err := aside.NewFile(filepath.Join(dir, "aside"))
-	if err != nil {
-		return nil, fmt.Errorf("kept-aside store: %w", err)
+	if n > 0 {
+		logger.Info("moved an earlier version's state files into the store", "records", n, "store", kv.Name())
 	}
-	return store, nil
+	return kv, nil
 }
 
 // httpProtocolVersions are the MCP revisions served over streamable HTTP, newest first.
@@ -65,6 +87,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.IntVar(&limits.Concurrency, "upstream-concurrency", 64, "card service calls under way at once, all users together (0: no limit)")
 	callTimeout := fs.Duration("call-timeout", upstream.DefaultTimeout, "deadline of one card service call, its retries included")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, on a listener of its own (default: off)")
+	storeSpec := fs.String("store", "", "where the server keeps its state (proxy sign-ins, kept-aside tavern data, MCP sessions): redis://host:port/db (rediss:// for TLS; ?namespace=prefix:) for several replicas sharing one Redis; default the embedded file <state-dir>/state.db, one server per directory")
 	var af httpAuthFlags
 	af.register(fs)
 	if err := parseFlags(fs, args, nil); err != nil {
@@ -86,8 +109,8 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if f.tavern.aside, err = httpAside(&f, &af); err != nil {
-		return err
+	if *storeSpec != "" && mode == authProxy && af.stateKey == "" {
+		return errors.New("--store redis://... is for several replicas, which must seal tokens with one key: set --state-key (or CARDWRITER_STATE_KEY) to the same value on each")
 	}
 	tp, stopTracing, err := setupTracing(ctx)
 	if err != nil {
@@ -139,6 +162,19 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		}
 		f.requestTokens = true
 	}
+	setupLogger, err := f.logger(stderr)
+	if err != nil {
+		return err
+	}
+	kv, err := openStore(ctx, *storeSpec, &f, &af, setupLogger)
+	if err != nil {
+		return err
+	}
+	defer kv.Close()
+	f.tavern.aside = aside.NewKV(kv)
+	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))
+	f.hooks = &server.Hooks{}
+	sess.Hooks(f.hooks)
 	b, err := f.newBackend(stderr, base)
 	if err != nil {
 		return err
@@ -147,27 +183,31 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if f.metrics != nil {
 		onSignIn = f.metrics.SignIn
 	}
-	az, err := newHTTPAuth(mode, pub, f.apiHost, &af, *idle, b.logger, stderr, onSignIn)
+	az, err := newHTTPAuth(mode, pub, f.apiHost, &af, kv, *idle, b.logger, stderr, onSignIn)
 	if err != nil {
 		return err
 	}
 	defer az.close()
 	streamable := server.NewStreamableHTTPServer(b.mcp,
 		server.WithEndpointPath(proxy.MCPPath),
-		server.WithStateful(true),
+		// Sessions live in the store, so that any replica serves any request of a session; a
+		// replica forgets an idle session on its own, the store when it is idle everywhere.
+		server.WithSessionIdManagerResolver(sess),
 		server.WithSessionIdleTTL(*idle),
 		// With an event store, a request's notifications are delivered in order ahead of its
 		// response and none is lost to the forwarder of an earlier request of the same session
-		// (without one, mcp-go drops such notifications). Events are purged when the session ends
-		// or idles out.
-		server.WithEventStore(server.NewInMemoryEventStore()),
+		// (without one, mcp-go drops such notifications); in the shared store, a stream broken on
+		// one replica resumes on another. Events are purged when the session ends.
+		server.WithEventStore(sess.Events()),
 		// Serve the session-oriented revisions only: mcp-go v1.2.1's stateless 2026-07-28 path
 		// has no event store, loses progress notifications (2 of 40 publish_card calls in
 		// TestHTTPProgressAndLogging) and refuses the Go SDK's logging/setLevel. Clients that
 		// prefer 2026-07-28 negotiate down to 2025-11-25.
 		server.WithStreamableHTTPProtocolVersions(httpProtocolVersions...),
 		server.WithStreamableHTTPLogger(b.logger),
-		server.WithHTTPContextFunc(proxy.HTTPContext),
+		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
+			return sess.Restore(proxy.HTTPContext(ctx, r), r)
+		}),
 	)
 	allowedHosts := splitList(*hosts)
 	allowedOrigins := splitList(*origins)
@@ -184,19 +224,14 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	g := &guard{
 		allowedOrigins: allowedOrigins, allowedHosts: allowedHosts,
-		loopback: loopback, maxBody: *maxBody, logger: b.logger, next: az.protect(streamable),
+		loopback: loopback, maxBody: *maxBody, logger: b.logger, next: az.protect(sess.Gate(streamable)),
 	}
 	mux := http.NewServeMux()
 	mux.Handle(proxy.MCPPath, g)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	ready := &readiness{apiHost: f.apiHost, client: &http.Client{Timeout: 3 * time.Second}}
+	ready := &readiness{apiHost: f.apiHost, client: &http.Client{Timeout: 3 * time.Second}, store: kv}
 	if b.sandbox != nil {
 		ready.apiHost = "" // in-process: nothing to reach
-	}
-	if withSandbox && f.sandboxData == "" {
-		ready.stateDir = "" // memory only
-	} else if ready.stateDir, err = af.stateDirectory(); err != nil {
-		return err
 	}
 	mux.Handle("GET /readyz", ready)
 	if az.handler != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
@@ -92,12 +93,12 @@ func (a *httpAuthFlags) stateDirectory() (string, error) {
 }
 
 // newHTTPAuth builds the authorization of mode for the card service at apiHost.
-func newHTTPAuth(mode, pub, apiHost string, a *httpAuthFlags, idle time.Duration, logger *slog.Logger, stderr io.Writer, onSignIn func(string)) (*httpAuth, error) {
+func newHTTPAuth(mode, pub, apiHost string, a *httpAuthFlags, kv store.KV, idle time.Duration, logger *slog.Logger, stderr io.Writer, onSignIn func(string)) (*httpAuth, error) {
 	apiOpts := []upstream.Option{upstream.WithUserAgent(userAgent()), upstream.WithLogger(logger.With("component", "auth"))}
 	switch mode {
 	case authPassthrough:
 		p, err := proxy.NewPassthrough(proxy.PassthroughOptions{PublicURL: pub, APIHost: apiHost, APIOptions: apiOpts,
-			SessionIdleTTL: idle, Logger: logger.With("component", "auth")})
+			SessionIdleTTL: idle, Sessions: kv, Logger: logger.With("component", "auth")})
 		if err != nil {
 			return nil, err
 		}
@@ -121,29 +122,23 @@ func newHTTPAuth(mode, pub, apiHost string, a *httpAuthFlags, idle time.Duration
 		if err != nil {
 			return nil, err
 		}
-		store, err := proxy.OpenFileStore(dir)
+		key, generated, err := proxy.LoadKey(a.stateKey, dir)
 		if err != nil {
-			return nil, err
-		}
-		key, generated, err := proxy.LoadKey(a.stateKey, store.Dir())
-		if err != nil {
-			store.Close()
 			return nil, fmt.Errorf("--state-key: %w", err)
 		}
 		if generated {
-			logger.Info("generated the state key", "file", filepath.Join(store.Dir(), proxy.KeyFile))
+			logger.Info("generated the state key", "file", filepath.Join(dir, proxy.KeyFile))
 		}
 		srv, err := proxy.New(proxy.Options{
-			PublicURL: pub, APIHost: apiHost, Store: store, Key: key,
+			PublicURL: pub, APIHost: apiHost, KV: kv, Key: key,
 			AccessTokenTTL: a.accessTTL, RefreshTokenTTL: a.refreshTTL, SessionIdleTTL: idle,
 			APIOptions: apiOpts, Logger: logger.With("component", "auth"), OnSignIn: onSignIn,
 		})
 		if err != nil {
-			store.Close()
 			return nil, err
 		}
-		fmt.Fprintf(stderr, "authorization: OAuth proxy (issuer %s, callback %s%s, state in %s)\n", srv.Issuer(), srv.Issuer(), proxy.CallbackPath, store.Dir())
-		return &httpAuth{protect: srv.Protect, handler: srv.Handler(), close: func() { srv.Close(); store.Close() }}, nil
+		fmt.Fprintf(stderr, "authorization: OAuth proxy (issuer %s, callback %s%s, state in %s)\n", srv.Issuer(), srv.Issuer(), proxy.CallbackPath, kv.Name())
+		return &httpAuth{protect: srv.Protect, handler: srv.Handler(), close: srv.Close}, nil
 	}
 	return &httpAuth{protect: func(h http.Handler) http.Handler { return h }, close: func() {}}, nil
 }

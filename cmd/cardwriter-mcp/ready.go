@@ -5,18 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 )
 
-// readiness answers /readyz: whether the card service answers and the state directory takes
-// writes, checked at most every few seconds. /healthz stays the liveness check.
+// readiness answers /readyz: whether the card service answers and the store (the embedded
+// file or Redis) takes a write, checked at most every few seconds. /healthz stays the liveness
+// check.
 type readiness struct {
-	apiHost  string // "" with the in-process sandbox: nothing to reach
-	stateDir string // "" when the server keeps nothing on disk
-	client   *http.Client
+	apiHost string // "" with the in-process sandbox: nothing to reach
+	store   store.KV
+	client  *http.Client
 
 	mu      sync.Mutex
 	checked time.Time
@@ -45,7 +46,7 @@ func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // check runs the checks: any HTTP answer of the card service (a 401 included) means it is
-// reachable; the state directory must take a file.
+// reachable; the store must take a write.
 func (rd *readiness) check(ctx context.Context) (int, map[string]string) {
 	report := map[string]string{"upstream": "ok", "store": "ok"}
 	status := http.StatusOK
@@ -64,25 +65,13 @@ func (rd *readiness) check(ctx context.Context) (int, map[string]string) {
 			status = http.StatusServiceUnavailable
 		}
 	}
-	if rd.stateDir != "" {
-		if err := probeDir(rd.stateDir); err != nil {
-			report["store"] = fmt.Sprintf("the state directory takes no writes: %v", err)
+	if rd.store != nil {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := rd.store.Set(ctx, "ready:probe", []byte("1"), time.Minute); err != nil {
+			report["store"] = fmt.Sprintf("%s takes no writes: %v", rd.store.Name(), err)
 			status = http.StatusServiceUnavailable
 		}
 	}
 	return status, report
-}
-
-// probeDir writes and removes a file in dir.
-func probeDir(dir string) error {
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(dir, ".ready-*")
-	if err != nil {
-		return err
-	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(filepath.Clean(name))
 }

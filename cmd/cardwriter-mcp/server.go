@@ -55,6 +55,8 @@ type serverFlags struct {
 	// limits and callTimeout (http) protect the card service and the users from one another.
 	limits      *upstream.Limits
 	callTimeout time.Duration
+	// hooks (http) record what MCP sessions negotiate in the shared store.
+	hooks *server.Hooks
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -107,6 +109,7 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Filter:   tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
 		Logger:   logger,
 		Version:  serverVersion(),
+		Hooks:    f.hooks,
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,

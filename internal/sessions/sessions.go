@@ -1,0 +1,402 @@
+// Package sessions keeps the MCP sessions of the streamable HTTP server in the store shared by
+// every replica, so that any request of a session can land on any replica: the session ids
+// (mcp-go's SessionIdManager), what a session negotiated at initialize (client info,
+// capabilities, protocol version) and its logging level, restored into whichever replica
+// serves a request, and the events of its streams (mcp-go's EventStore), so that a stream
+// broken on one replica resumes on another with Last-Event-ID.
+//
+// Clients of protocol 2026-07-28 carry no session: none of this applies to them.
+package sessions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
+)
+
+const (
+	keySession = "mcp:session:"
+	keyEvents  = "mcp:events:"  // + session + ":" + stream: a list of messages
+	keyStreams = "mcp:streams:" // + session: a list of its stream ids
+	// storeTimeout bounds one store operation made where mcp-go gives no context.
+	storeTimeout = 3 * time.Second
+)
+
+// Record is what the store keeps of a session.
+type Record struct {
+	Created         time.Time               `json:"created"`
+	Terminated      bool                    `json:"terminated,omitempty"`
+	ProtocolVersion string                  `json:"protocolVersion,omitempty"`
+	ClientInfo      *mcp.Implementation     `json:"clientInfo,omitempty"`
+	Capabilities    *mcp.ClientCapabilities `json:"capabilities,omitempty"`
+	LogLevel        mcp.LoggingLevel        `json:"logLevel,omitempty"`
+}
+
+// Sessions is the shared session state of one server.
+type Sessions struct {
+	kv   store.KV
+	idle time.Duration
+	log  *slog.Logger
+}
+
+// New returns the sessions kept in kv; a session idle for idle ends everywhere.
+func New(kv store.KV, idle time.Duration, log *slog.Logger) *Sessions {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Sessions{kv: kv, idle: idle, log: log}
+}
+
+func (s *Sessions) load(ctx context.Context, id string) (*Record, error) {
+	raw, err := s.kv.Get(ctx, keySession+id)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Record{}
+	if err := json.Unmarshal(raw, rec); err != nil {
+		return nil, fmt.Errorf("sessions: a damaged record: %w", err)
+	}
+	return rec, nil
+}
+
+func (s *Sessions) update(ctx context.Context, id string, change func(r *Record)) error {
+	_, err := s.kv.Update(ctx, keySession+id, s.idle, func(old []byte) ([]byte, error) {
+		rec := &Record{}
+		if old == nil {
+			return nil, store.ErrNotFound
+		}
+		if err := json.Unmarshal(old, rec); err != nil {
+			return nil, err
+		}
+		if rec.Terminated {
+			return nil, store.ErrNotFound
+		}
+		change(rec)
+		return json.Marshal(rec)
+	})
+	return err
+}
+
+// requestState is what the gate learns of one request: the session's record, and whether
+// the store failed while mcp-go served it.
+type requestState struct {
+	rec    *Record
+	failed atomic.Bool
+}
+
+type stateKey struct{}
+
+// Gate wraps the streamable HTTP handler: a request of a session is answered 503 (JSON, with
+// Retry-After) when the store cannot be asked, and its session's record is kept alive and made
+// available to the session id manager and to Restore; a request whose session the store could
+// not record is answered 503 instead of handing out a session no replica knows.
+func (s *Sessions) Gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st := &requestState{}
+		if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && !modern(r) {
+			rec, err := s.load(r.Context(), sid)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+			case err != nil:
+				s.log.Error("mcp request refused: the session store failed", "err", err)
+				unavailable(w)
+				return
+			default:
+				st.rec = rec
+				if !rec.Terminated {
+					if err := s.kv.Touch(r.Context(), keySession+sid, s.idle); err != nil && !errors.Is(err, store.ErrNotFound) {
+						s.log.Error("mcp request refused: the session store failed", "err", err)
+						unavailable(w)
+						return
+					}
+				}
+			}
+		}
+		gw := &gateWriter{ResponseWriter: w, st: st}
+		next.ServeHTTP(gw, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+	})
+}
+
+// modern reports a request of protocol 2026-07-28 or later, which has no session.
+func modern(r *http.Request) bool {
+	v := r.Header.Get("Mcp-Protocol-Version")
+	return v >= "2026-07-28"
+}
+
+func unavailable(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", "1")
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": nil,
+		"error": map[string]any{"code": -32603, "message": "The server's session store is unavailable; try again in a moment."}})
+}
+
+// gateWriter turns a response into a 503 when the store failed while mcp-go served it (the
+// new session could not be recorded), as long as nothing was written yet.
+type gateWriter struct {
+	http.ResponseWriter
+	st      *requestState
+	wrote   bool
+	swallow bool
+}
+
+func (w *gateWriter) WriteHeader(status int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	if w.st.failed.Load() && status/100 == 2 && !strings.HasPrefix(w.Header().Get("Content-Type"), "text/event-stream") {
+		w.swallow = true
+		w.Header().Del(server.HeaderKeySessionID)
+		unavailable(w.ResponseWriter)
+		return
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *gateWriter) Write(p []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.swallow {
+		return len(p), nil
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush keeps streaming (SSE) working through the wrapper.
+func (w *gateWriter) Flush() {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.swallow {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *gateWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// ResolveSessionIdManager implements server.SessionIdManagerResolver: the manager of one
+// request, or (r nil) of mcp-go's own cleanups, which end a session on this replica only.
+func (s *Sessions) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
+	if r == nil {
+		return localOnly{}
+	}
+	st, _ := r.Context().Value(stateKey{}).(*requestState)
+	return &manager{s: s, ctx: r.Context(), st: st}
+}
+
+var _ server.SessionIdManagerResolver = (*Sessions)(nil)
+
+// localOnly is the manager of mcp-go's idle sweep and shutdown: they drop the session from
+// this replica, while the store keeps it for the others (it expires there when idle).
+type localOnly struct{}
+
+func (localOnly) Generate() string               { return "" }
+func (localOnly) Validate(string) (bool, error)  { return false, nil }
+func (localOnly) Terminate(string) (bool, error) { return false, nil }
+func (m *manager) ctxTimeout() (context.Context, func()) {
+	return context.WithTimeout(m.ctx, storeTimeout)
+}
+
+// manager is the SessionIdManager of one request.
+type manager struct {
+	s   *Sessions
+	ctx context.Context
+	st  *requestState
+}
+
+func (m *manager) fail(what string, err error) {
+	m.s.log.Error("the session store failed", "op", what, "err", err)
+	if m.st != nil {
+		m.st.failed.Store(true)
+	}
+}
+
+// Generate makes a new session id and records the session.
+func (m *manager) Generate() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	id := "mcp-" + hex.EncodeToString(b[:])
+	raw, _ := json.Marshal(&Record{Created: time.Now().UTC()})
+	ctx, cancel := m.ctxTimeout()
+	defer cancel()
+	if _, err := m.s.kv.Create(ctx, keySession+id, raw, m.s.idle); err != nil {
+		m.fail("create", err)
+	}
+	return id
+}
+
+// Validate reports whether the session is known and live (the gate loaded its record).
+func (m *manager) Validate(id string) (bool, error) {
+	rec := (*Record)(nil)
+	if m.st != nil {
+		rec = m.st.rec
+	}
+	if rec == nil {
+		ctx, cancel := m.ctxTimeout()
+		defer cancel()
+		var err error
+		if rec, err = m.s.load(ctx, id); err != nil {
+			return false, fmt.Errorf("session %w", err)
+		}
+	}
+	return rec.Terminated, nil
+}
+
+// Terminate ends the session on every replica: the record stays, terminated, until it would
+// have expired, so that every replica answers 404.
+func (m *manager) Terminate(id string) (bool, error) {
+	raw, _ := json.Marshal(&Record{Terminated: true})
+	ctx, cancel := m.ctxTimeout()
+	defer cancel()
+	if err := m.s.kv.Set(ctx, keySession+id, raw, m.s.idle); err != nil {
+		return false, fmt.Errorf("end the session: %w", err)
+	}
+	return false, nil
+}
+
+// Hooks records what a session negotiates (initialize) and its logging level (setLevel).
+func (s *Sessions) Hooks(h *server.Hooks) {
+	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
+		sess := server.ClientSessionFromContext(ctx)
+		if sess == nil || sess.SessionID() == "" {
+			return
+		}
+		err := s.update(ctx, sess.SessionID(), func(r *Record) {
+			r.ProtocolVersion = res.ProtocolVersion
+			info, caps := req.Params.ClientInfo, req.Params.Capabilities
+			r.ClientInfo, r.Capabilities = &info, &caps
+		})
+		if err != nil {
+			s.noteFailure(ctx, "initialize", err)
+		}
+	})
+	h.AddAfterSetLevel(func(ctx context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+		sess := server.ClientSessionFromContext(ctx)
+		if sess == nil || sess.SessionID() == "" {
+			return
+		}
+		if err := s.update(ctx, sess.SessionID(), func(r *Record) { r.LogLevel = req.Params.Level }); err != nil {
+			s.noteFailure(ctx, "setLevel", err)
+		}
+	})
+}
+
+func (s *Sessions) noteFailure(ctx context.Context, what string, err error) {
+	s.log.Error("the session store failed", "op", what, "err", err)
+	if st, ok := ctx.Value(stateKey{}).(*requestState); ok {
+		st.failed.Store(true)
+	}
+}
+
+// Restore is part of the HTTPContextFunc of the streamable server: it gives the session of a
+// request what the session negotiated, wherever it was negotiated, and passes on the gate's
+// state so the hooks can report a failure.
+func (s *Sessions) Restore(ctx context.Context, r *http.Request) context.Context {
+	st, _ := r.Context().Value(stateKey{}).(*requestState)
+	if st == nil {
+		return ctx
+	}
+	ctx = context.WithValue(ctx, stateKey{}, st)
+	rec := st.rec
+	sess := server.ClientSessionFromContext(ctx)
+	if rec == nil || rec.Terminated || sess == nil {
+		return ctx
+	}
+	if ci, ok := sess.(server.SessionWithClientInfo); ok {
+		if rec.ClientInfo != nil {
+			ci.SetClientInfo(*rec.ClientInfo)
+		}
+		if rec.Capabilities != nil {
+			ci.SetClientCapabilities(*rec.Capabilities)
+		}
+	}
+	if v, ok := sess.(interface{ SetProtocolVersion(string) }); ok && rec.ProtocolVersion != "" {
+		v.SetProtocolVersion(rec.ProtocolVersion)
+	}
+	if l, ok := sess.(server.SessionWithLogging); ok && rec.LogLevel != "" {
+		l.SetLogLevel(rec.LogLevel)
+	}
+	return ctx
+}
+
+// Events is mcp-go's EventStore on the shared store: each stream a list, event ids
+// "<stream>.<index>", everything expiring with the session's idle time.
+func (s *Sessions) Events() server.EventStore { return events{s} }
+
+type events struct{ s *Sessions }
+
+func (e events) StoreEvent(ctx context.Context, sessionID, streamID string, message json.RawMessage) (string, error) {
+	if strings.ContainsAny(streamID, ".\r\n") {
+		return "", fmt.Errorf("sessions: stream id %q", streamID)
+	}
+	idx, err := e.s.kv.Append(ctx, keyEvents+sessionID+":"+streamID, message, e.s.idle)
+	if err != nil {
+		return "", fmt.Errorf("sessions: record an event: %w", err)
+	}
+	if idx == 0 {
+		if _, err := e.s.kv.Append(ctx, keyStreams+sessionID, []byte(streamID), e.s.idle); err != nil {
+			return "", fmt.Errorf("sessions: record an event: %w", err)
+		}
+	}
+	return streamID + "." + strconv.FormatInt(idx, 10), nil
+}
+
+func (e events) ReplayEventsAfter(ctx context.Context, sessionID, lastEventID string, send func(eventID string, message json.RawMessage) error) (string, error) {
+	stream, idxText, ok := strings.Cut(lastEventID, ".")
+	idx, err := strconv.ParseInt(idxText, 10, 64)
+	if !ok || err != nil || idx < 0 || stream == "" {
+		return "", fmt.Errorf("%w: %q", server.ErrUnknownEventID, lastEventID)
+	}
+	items, err := e.s.kv.Range(ctx, keyEvents+sessionID+":"+stream, idx+1)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("%w: %q", server.ErrUnknownEventID, lastEventID)
+	}
+	if err != nil {
+		return "", fmt.Errorf("sessions: replay events: %w", err)
+	}
+	for i, msg := range items {
+		if err := send(stream+"."+strconv.FormatInt(idx+1+int64(i), 10), msg); err != nil {
+			return stream, err
+		}
+	}
+	return stream, nil
+}
+
+// PurgeSession drops a session's events once the session has ended everywhere; mcp-go also
+// calls it when this replica merely forgets the session (idle here, or shutting down), and
+// then the events stay for the other replicas.
+func (e events) PurgeSession(ctx context.Context, sessionID string) error {
+	rec, err := e.s.load(ctx, sessionID)
+	if err == nil && !rec.Terminated {
+		return nil
+	}
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	streams, err := e.s.kv.Range(ctx, keyStreams+sessionID, 0)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	keys := []string{keyStreams + sessionID}
+	for _, st := range streams {
+		keys = append(keys, keyEvents+sessionID+":"+string(st))
+	}
+	return e.s.kv.Delete(ctx, keys...)
+}
