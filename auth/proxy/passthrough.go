@@ -36,8 +36,8 @@ type PassthroughOptions struct {
 	// Sessions keeps which user opened each MCP session, shared by every replica; default a
 	// store.Memory of this process.
 	Sessions store.KV
-	Logger         *slog.Logger
-	Now            func() time.Time
+	Logger   *slog.Logger
+	Now      func() time.Time
 }
 
 // Passthrough serves the protected-resource metadata and guards the MCP endpoint in

@@ -70,7 +70,7 @@ type Options struct {
 	// KV keeps the proxy's state (clients, consents, requests, grants with sealed card service
 	// tokens, digests of codes and tokens, session owners); required. Replicas share one.
 	KV  store.KV
-	Key     []byte // the state key (KeySize bytes): seals the card service's tokens, signs cookies
+	Key []byte // the state key (KeySize bytes): seals the card service's tokens, signs cookies
 
 	AccessTokenTTL  time.Duration // of the proxy's access tokens; default 1h, capped by the card service's grant
 	RefreshTokenTTL time.Duration // of a refresh token, renewed at every rotation; default 30 days

@@ -17,9 +17,9 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/aside"
 	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
+	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
 	"github.com/cardwriter/cardwriter-mcp/internal/sessions"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
-	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
