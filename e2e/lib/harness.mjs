@@ -110,8 +110,8 @@ export async function startHTTP(args = ['--sandbox'], env = {}) {
 }
 
 /** Starts `cardwriter-mcp sandbox` on a free port; returns its API host and demo token. */
-export async function startSandbox(token = 'e2e-demo-token') {
-  const p = await startProcess(['sandbox', '--addr', '127.0.0.1:0', '--demo-token', token, '--log-level', 'warn'],
+export async function startSandbox(token = 'e2e-demo-token', extra = []) {
+  const p = await startProcess(['sandbox', '--addr', '127.0.0.1:0', '--demo-token', token, '--log-level', 'warn', ...extra],
     /API at (http:\/\/\S+)\/open\/v1/);
   return { ...p, apiHost: p.match[1], token };
 }

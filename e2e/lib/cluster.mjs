@@ -1,0 +1,208 @@
+// Several `cardwriter-mcp http` replicas behind a real reverse proxy (nginx, round robin, nothing
+// sticky) on one real Redis, in front of one sandbox: the setup of "Running several replicas" in
+// the README, started by the tests themselves on free loopback ports in temporary directories.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+import { startProcess, startSandbox } from './harness.mjs';
+
+/**
+ * The path of program, or null when it is not installed. Under CI=true a missing program is an
+ * error (.ci/run installs it); elsewhere the caller skips with the message.
+ */
+export function need(program, debianPackage) {
+  for (const dir of (process.env.PATH ?? '').split(':').concat(['/usr/sbin', '/usr/bin'])) {
+    const p = path.join(dir, program);
+    if (existsSync(p)) return { path: p };
+  }
+  const message = `${program} is not installed (Debian package ${debianPackage}; .ci/run installs it)`;
+  if (process.env.CI === 'true') throw new Error(message);
+  return { skip: message };
+}
+
+/** A loopback TCP port free at the time of the call. */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.on('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function waitPort(port, timeoutMs = 10000) {
+  const deadline = Date.now() + timeoutMs;
+  return new Promise((resolve, reject) => {
+    const attempt = () => {
+      const c = net.connect(port, '127.0.0.1');
+      c.once('connect', () => { c.destroy(); resolve(); });
+      c.once('error', () => {
+        c.destroy();
+        if (Date.now() > deadline) reject(new Error(`nothing answers on port ${port}`));
+        else setTimeout(attempt, 25);
+      });
+    };
+    attempt();
+  });
+}
+
+const children = new Set();
+process.on('exit', () => {
+  for (const p of children) p.kill('SIGKILL');
+});
+
+function run(bin, args) {
+  const proc = spawn(bin, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+  children.add(proc);
+  let stderr = '';
+  proc.stderr.on('data', (d) => { stderr += d; });
+  proc.on('exit', () => children.delete(proc));
+  const exited = new Promise((resolve) => proc.once('exit', resolve));
+  return { proc, stderr: () => stderr, exited };
+}
+
+/** A redis-server of its own, its append-only file synced at every write (a restart keeps all). */
+export async function startRedis(bin) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cw-redis-'));
+  const port = await freePort();
+  const start = async () => {
+    const r = run(bin, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'yes', '--appendfsync', 'always']);
+    await waitPort(port);
+    return r;
+  };
+  let r = await start();
+  return {
+    url: `redis://127.0.0.1:${port}/0`,
+    async stop() { r.proc.kill('SIGKILL'); await r.exited; },
+    async restart() { r = await start(); },
+    /** Freezes the server (SIGSTOP): connections are accepted, nothing is answered. */
+    pause() { r.proc.kill('SIGSTOP'); },
+    resume() { r.proc.kill('SIGCONT'); },
+  };
+}
+
+/**
+ * nginx in front of backends (host:port), round robin, no affinity, streaming (no buffering);
+ * its access log names the replica that served each request and the request's MCP session.
+ */
+export async function startNginx(bin, backends) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cw-nginx-'));
+  const port = await freePort();
+  const conf = `
+${process.getuid?.() === 0 ? 'user root;' : ''}
+worker_processes 1;
+daemon off;
+pid ${dir}/nginx.pid;
+error_log ${dir}/error.log warn;
+events { worker_connections 512; }
+http {
+  log_format replicas '$request_method $uri $status $upstream_addr $http_mcp_session_id';
+  access_log ${dir}/access.log replicas;
+  client_body_temp_path ${dir}/body;
+  proxy_temp_path ${dir}/proxy;
+  fastcgi_temp_path ${dir}/fastcgi;
+  uwsgi_temp_path ${dir}/uwsgi;
+  scgi_temp_path ${dir}/scgi;
+  client_max_body_size 64m;
+  client_body_buffer_size 64m;
+  upstream mcp {
+${backends.map((b) => `    server ${b} max_fails=1 fail_timeout=2s;`).join('\n')}
+  }
+  server {
+    listen 127.0.0.1:${port};
+    location / {
+      proxy_pass http://mcp;
+      proxy_http_version 1.1;
+      proxy_set_header Host $http_host;
+      proxy_set_header Connection "";
+      proxy_buffering off;
+      proxy_read_timeout 300s;
+    }
+  }
+}
+`;
+  writeFileSync(path.join(dir, 'nginx.conf'), conf);
+  const n = run(bin, ['-p', dir, '-c', path.join(dir, 'nginx.conf')]);
+  try {
+    await waitPort(port);
+  } catch (e) {
+    throw new Error(`nginx did not start: ${n.stderr()} ${existsSync(path.join(dir, 'error.log')) ? readFileSync(path.join(dir, 'error.log'), 'utf8') : ''}`);
+  }
+  return {
+    url: `http://127.0.0.1:${port}`,
+    /** The access log: one {method, uri, status, upstream, session} per request. */
+    log() {
+      const p = path.join(dir, 'access.log');
+      if (!existsSync(p)) return [];
+      return readFileSync(p, 'utf8').trim().split('\n').filter(Boolean).map((l) => {
+        const [method, uri, status, upstream, session] = l.split(' ');
+        return { method, uri, status: Number(status), upstream, session };
+      });
+    },
+    async stop() { n.proc.kill('SIGTERM'); await n.exited; },
+  };
+}
+
+/**
+ * The cluster: a sandbox (the card service, with its OAuth server), Redis (unless store is
+ * 'embedded'), replicas of `cardwriter-mcp http` in proxy mode sharing one state key, and nginx
+ * in front. Returns null with skip set when Redis or nginx is missing outside CI.
+ */
+export async function startCluster({ replicas = 2, store = 'redis', sandboxArgs = [], replicaArgs = [] } = {}) {
+  const redisBin = store === 'redis' ? need('redis-server', 'redis-server') : { path: null };
+  const nginxBin = need('nginx', 'nginx');
+  if (redisBin.skip || nginxBin.skip) return { skip: redisBin.skip ?? nginxBin.skip };
+  const sandboxData = path.join(mkdtempSync(path.join(os.tmpdir(), 'cw-sandbox-')), 'sandbox.json');
+  const sandbox = await startSandbox('e2e-demo-token', ['--data', sandboxData, ...sandboxArgs]);
+  const redis = redisBin.path ? await startRedis(redisBin.path) : null;
+  const stateKey = randomBytes(32).toString('base64');
+  const addrs = [];
+  for (let i = 0; i < replicas; i++) addrs.push(`127.0.0.1:${await freePort()}`);
+  const nginx = await startNginx(nginxBin.path, addrs);
+  const stateDirs = addrs.map(() => mkdtempSync(path.join(os.tmpdir(), 'cw-state-')));
+  const procs = [];
+  const startReplica = async (i) => {
+    const args = ['http', '--addr', addrs[i], '--public-url', nginx.url, '--api-host', sandbox.apiHost,
+      '--auth', 'proxy', '--state-dir', stateDirs[i], '--log-level', 'warn'];
+    if (redis) args.push('--store', redis.url);
+    args.push(...replicaArgs);
+    procs[i] = await startProcess(args, /MCP endpoint: (http:\/\/\S+\/mcp)/, { env: { CARDWRITER_STATE_KEY: stateKey } });
+    return procs[i];
+  };
+  for (let i = 0; i < replicas; i++) await startReplica(i);
+  return {
+    sandbox, redis, nginx, addrs,
+    /** The roleNames of the cards the sandbox holds (from its data file, written at every change). */
+    cardNames() {
+      const st = JSON.parse(readFileSync(sandboxData, 'utf8'));
+      return Object.values(st.cards ?? {}).map((c) => c.roleName);
+    },
+    /** The MCP endpoint through nginx. */
+    mcpUrl: new URL(`${nginx.url}/mcp`),
+    /** The MCP endpoint of replica i, bypassing nginx. */
+    replicaUrl: (i) => new URL(`http://${addrs[i]}/mcp`),
+    /** Kills replica i at once (SIGKILL: as a crash). */
+    async kill(i) {
+      const p = procs[i].proc;
+      if (p.exitCode === null && p.signalCode === null) {
+        const gone = new Promise((r) => p.once('exit', r));
+        p.kill('SIGKILL');
+        await gone;
+      }
+    },
+    start: startReplica,
+    stderr: (i) => procs[i].stderr(),
+    async stop() {
+      await Promise.all(procs.map((p) => p.stop()));
+      await nginx.stop();
+      if (redis) await redis.stop();
+      await sandbox.stop();
+    },
+  };
+}
