@@ -12,7 +12,7 @@ import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
-import { CallToolResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import { startCluster } from './lib/cluster.mjs';
 import { ScriptedProvider } from './lib/browser.mjs';
@@ -50,7 +50,8 @@ const CARD = {
 
 /** A TypeScript SDK v1 client of the cluster, whose requests go through nginx unless route.to names a replica. */
 class Host {
-  constructor(cluster, name, { token } = {}) {
+  constructor(cluster, name, { token, elicit } = {}) {
+    this.elicit = elicit;
     this.cluster = cluster;
     this.route = { to: null };
     this.provider = token ? undefined : new ScriptedProvider(name);
@@ -73,7 +74,8 @@ class Host {
   }
 
   async connect() {
-    this.client = new Client({ name: this.name, version: '1.0.0' }, { capabilities: {} });
+    this.client = new Client({ name: this.name, version: '1.0.0' }, { capabilities: this.elicit ? { elicitation: {} } : {} });
+    if (this.elicit) this.client.setRequestHandler(ElicitRequestSchema, (req) => this.elicit(req.params));
     this.client.onerror = () => {}; // a GET stream broken by a killed replica is retried by the SDK
     let t = this.transport();
     try {
@@ -185,6 +187,40 @@ describe('two replicas on one Redis behind nginx', () => {
       const r = await raw(url, host.accessToken, sid, { jsonrpc: '2.0', id: 9, method: 'tools/list' });
       assert.equal(r.status, 404, `after DELETE, ${url}: ${r.status} ${r.text}`);
     }
+    await host.client.close();
+  });
+
+  test('a confirmation asked by one replica and answered through the other: publish_card goes ahead on yes and does nothing on no', async (t) => {
+    if (cluster.skip) return t.skip(cluster.skip);
+    let answer;
+    const asked = [];
+    const host = new Host(cluster, 'e2e confirm', {
+      elicit: (params) => {
+        asked.push(params.message);
+        host.route.to = 0; // the answer goes to the replica that did not ask
+        return answer;
+      },
+    });
+    host.route.to = 0;
+    await host.connect(); // the session is negotiated on replica 0
+    const yes = await host.call('import_tavern_card', { source: { json: { ...CARD, data: { ...CARD.data, name: 'Confirmed Vey' } } } });
+    const no = await host.call('import_tavern_card', { source: { json: { ...CARD, data: { ...CARD.data, name: 'Declined Vey' } } } });
+
+    answer = { action: 'accept', content: { confirm: true } };
+    host.route.to = 1; // the call runs on replica 1, which never saw the session's initialize
+    const published = await host.call('publish_card', { roleId: yes.roleId });
+    assert.equal(asked.length, 1, 'the user was not asked');
+    assert.match(JSON.stringify(published), /review|pending|submitted/i);
+
+    answer = { action: 'decline' };
+    host.route.to = 1;
+    const res = await host.client.callTool({ name: 'publish_card', arguments: { roleId: no.roleId } });
+    assert.equal(asked.length, 2);
+    assert.equal(res.isError, true, JSON.stringify(res));
+    assert.equal(JSON.parse(res.content[1].text).error, 'declined');
+    host.route.to = null;
+    const card = await host.call('get_card', { roleId: no.roleId });
+    assert.doesNotMatch(JSON.stringify(card), /"reviewStatus":"(pending|in_review|approved)"/);
     await host.client.close();
   });
 

@@ -209,6 +209,10 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 			return sess.Restore(proxy.HTTPContext(ctx, r), r)
 		}),
 	)
+	// Clients' answers to the server's requests (elicitations) published by other replicas.
+	if err := sess.Listen(ctx, streamable); err != nil {
+		return fmt.Errorf("--store: %w", err)
+	}
 	allowedHosts := splitList(*hosts)
 	allowedOrigins := splitList(*origins)
 	if mode != authNone && pub != base {

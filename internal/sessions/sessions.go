@@ -9,16 +9,20 @@
 package sessions
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,6 +55,10 @@ type Sessions struct {
 	kv   store.KV
 	idle time.Duration
 	log  *slog.Logger
+
+	local   sync.Map   // session id -> true: registered with this replica's mcp-go server
+	pending sync.Map   // session id NUL request id -> true: a request to the client that a call here waits on
+	adoptMu sync.Mutex // one adoption at a time
 }
 
 // New returns the sessions kept in kv; a session idle for idle ends everywhere.
@@ -96,6 +104,7 @@ func (s *Sessions) update(ctx context.Context, id string, change func(r *Record)
 type requestState struct {
 	rec    *Record
 	failed atomic.Bool
+	adopt  string // Generate returns this id: the replayed initialize of an adoption
 }
 
 type stateKey struct{}
@@ -107,7 +116,8 @@ type stateKey struct{}
 func (s *Sessions) Gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := &requestState{}
-		if sid := r.Header.Get(server.HeaderKeySessionID); sid != "" && !modern(r) {
+		sid := r.Header.Get(server.HeaderKeySessionID)
+		if sid != "" && !modern(r) {
 			rec, err := s.load(r.Context(), sid)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
@@ -126,10 +136,152 @@ func (s *Sessions) Gate(next http.Handler) http.Handler {
 				}
 			}
 		}
-		gw := &gateWriter{ResponseWriter: w, st: st}
-		next.ServeHTTP(gw, r.WithContext(context.WithValue(r.Context(), stateKey{}, st)))
+		r = r.WithContext(context.WithValue(r.Context(), stateKey{}, st))
+		if st.rec != nil && !st.rec.Terminated && st.rec.ClientInfo != nil {
+			if _, here := s.local.Load(sid); !here {
+				s.adopt(next, r, sid, st.rec)
+			}
+			if r.Method == http.MethodPost && s.answerElsewhere(w, r, sid) {
+				return
+			}
+		}
+		gw := &gateWriter{ResponseWriter: w, st: st, sid: sid, s: s}
+		defer gw.forget()
+		next.ServeHTTP(gw, r)
 	})
 }
+
+// adopt makes a session negotiated on another replica (or before a restart) this replica's
+// own, by replaying its initialize with what the store recorded under the same id: mcp-go then
+// keeps the session as it keeps those it initialized, so that a request to the client during a
+// call (an elicitation) can be answered here.
+func (s *Sessions) adopt(next http.Handler, r *http.Request, sid string, rec *Record) {
+	s.adoptMu.Lock()
+	defer s.adoptMu.Unlock()
+	if _, here := s.local.Load(sid); here {
+		return
+	}
+	params := map[string]any{"protocolVersion": rec.ProtocolVersion, "clientInfo": rec.ClientInfo, "capabilities": rec.Capabilities}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "adopt", "method": "initialize", "params": params})
+	st := &requestState{rec: rec, adopt: sid}
+	req := r.Clone(context.WithValue(r.Context(), stateKey{}, st))
+	req.Method = http.MethodPost
+	req.Body, req.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	req.Header = http.Header{}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	rw := &discard{h: http.Header{}}
+	next.ServeHTTP(rw, req)
+	if rw.status != http.StatusOK {
+		s.log.Warn("a session of another replica could not be taken over", "status", rw.status)
+	}
+}
+
+// A client's answer to a request of the server (an elicitation) during a call must reach the
+// replica where that call waits. The gate delivers it here when the call waits here; else it
+// publishes it to the other replicas (Redis), each of which delivers it if the call waits there.
+const repliesChannel = "mcp:replies"
+
+type reply struct {
+	Session  string          `json:"session"`
+	Protocol string          `json:"protocol"`
+	Body     json.RawMessage `json:"body"`
+}
+
+// answerElsewhere passes a POST that carries a client's JSON-RPC response to the other
+// replicas when no call of this replica waits on it; it reports whether it answered the request.
+func (s *Sessions) answerElsewhere(w http.ResponseWriter, r *http.Request, sid string) bool {
+	b, ok := s.kv.(store.Broadcaster)
+	if !ok || r.ContentLength > maxReply {
+		return false
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxReply+1))
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body)) // what was read, then the rest
+	if err != nil || len(body) > maxReply {
+		return false
+	}
+	id, ok := responseID(body)
+	if !ok {
+		return false
+	}
+	if _, here := s.pending.Load(sid + "\x00" + id); here {
+		return false // mcp-go delivers it
+	}
+	msg, _ := json.Marshal(reply{Session: sid, Protocol: r.Header.Get("Mcp-Protocol-Version"), Body: body})
+	if err := b.Publish(r.Context(), repliesChannel, msg); err != nil {
+		s.log.Error("a client's answer could not be passed to the other replicas", "err", err)
+		unavailable(w)
+		return true
+	}
+	w.WriteHeader(http.StatusAccepted)
+	return true
+}
+
+// maxReply bounds a client's answer that the gate reads.
+const maxReply = 1 << 20
+
+// responseID returns the id of a JSON-RPC response (an id, a result or an error, no method).
+func responseID(body []byte) (string, bool) {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method != "" || len(m.ID) == 0 || (m.Result == nil && m.Error == nil) {
+		return "", false
+	}
+	return string(bytes.TrimSpace(m.ID)), true
+}
+
+// Listen delivers the clients' answers published by other replicas to the calls waiting here,
+// until ctx ends; without a shared backend there is nothing to listen to.
+func (s *Sessions) Listen(ctx context.Context, next http.Handler) error {
+	b, ok := s.kv.(store.Broadcaster)
+	if !ok {
+		return nil
+	}
+	return b.Subscribe(ctx, repliesChannel, func(msg []byte) {
+		var rp reply
+		if json.Unmarshal(msg, &rp) != nil || rp.Session == "" {
+			return
+		}
+		id, ok := responseID(rp.Body)
+		if _, here := s.pending.Load(rp.Session + "\x00" + id); !ok || !here {
+			return
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(rp.Body))
+		if err != nil {
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set(server.HeaderKeySessionID, rp.Session)
+		if rp.Protocol != "" {
+			req.Header.Set("Mcp-Protocol-Version", rp.Protocol)
+		}
+		next.ServeHTTP(&discard{h: http.Header{}}, req)
+	})
+}
+
+// discard is a ResponseWriter that keeps only the status.
+type discard struct {
+	h      http.Header
+	status int
+}
+
+func (d *discard) Header() http.Header { return d.h }
+func (d *discard) Write(p []byte) (int, error) {
+	if d.status == 0 {
+		d.status = http.StatusOK
+	}
+	return len(p), nil
+}
+func (d *discard) WriteHeader(status int) {
+	if d.status == 0 {
+		d.status = status
+	}
+}
+func (d *discard) Flush() {}
 
 // modern reports a request of protocol 2026-07-28 or later, which has no session.
 func modern(r *http.Request) bool {
@@ -152,6 +304,45 @@ type gateWriter struct {
 	st      *requestState
 	wrote   bool
 	swallow bool
+
+	// The requests to the client this response carries (an elicitation during a call), noted
+	// in s.pending while the call lasts, so that an answer arriving at another replica is
+	// passed here.
+	s     *Sessions
+	sid   string
+	noted []string
+}
+
+// clientRequests are the methods of the server's requests to a client.
+var clientRequests = [][]byte{[]byte(`"elicitation/create"`), []byte(`"sampling/createMessage"`), []byte(`"roots/list"`)}
+
+// note records the requests to the client in an SSE chunk.
+func (w *gateWriter) note(p []byte) {
+	if w.sid == "" || !slices.ContainsFunc(clientRequests, func(m []byte) bool { return bytes.Contains(p, m) }) {
+		return
+	}
+	for line := range bytes.Lines(p) {
+		data, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:"))
+		if !ok {
+			continue
+		}
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(data, &m) == nil && m.Method != "" && len(m.ID) > 0 {
+			key := w.sid + "\x00" + string(bytes.TrimSpace(m.ID))
+			w.s.pending.Store(key, true)
+			w.noted = append(w.noted, key)
+		}
+	}
+}
+
+// forget drops what the response noted, once it is over.
+func (w *gateWriter) forget() {
+	for _, k := range w.noted {
+		w.s.pending.Delete(k)
+	}
 }
 
 func (w *gateWriter) WriteHeader(status int) {
@@ -175,6 +366,7 @@ func (w *gateWriter) Write(p []byte) (int, error) {
 	if w.swallow {
 		return len(p), nil
 	}
+	w.note(p)
 	return w.ResponseWriter.Write(p)
 }
 
@@ -210,15 +402,16 @@ type localOnly struct{}
 func (localOnly) Generate() string               { return "" }
 func (localOnly) Validate(string) (bool, error)  { return false, nil }
 func (localOnly) Terminate(string) (bool, error) { return false, nil }
-func (m *manager) ctxTimeout() (context.Context, func()) {
-	return context.WithTimeout(m.ctx, storeTimeout)
-}
 
 // manager is the SessionIdManager of one request.
 type manager struct {
 	s   *Sessions
 	ctx context.Context
 	st  *requestState
+}
+
+func (m *manager) ctxTimeout() (context.Context, func()) {
+	return context.WithTimeout(m.ctx, storeTimeout)
 }
 
 func (m *manager) fail(what string, err error) {
@@ -228,8 +421,11 @@ func (m *manager) fail(what string, err error) {
 	}
 }
 
-// Generate makes a new session id and records the session.
+// Generate makes a new session id and records the session (an adoption keeps its id).
 func (m *manager) Generate() string {
+	if m.st != nil && m.st.adopt != "" {
+		return m.st.adopt
+	}
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	id := "mcp-" + hex.EncodeToString(b[:])
@@ -271,8 +467,11 @@ func (m *manager) Terminate(id string) (bool, error) {
 	return false, nil
 }
 
-// Hooks records what a session negotiates (initialize) and its logging level (setLevel).
+// Hooks records what a session negotiates (initialize) and its logging level (setLevel), and
+// which sessions this replica's server holds.
 func (s *Sessions) Hooks(h *server.Hooks) {
+	h.AddOnRegisterSession(func(_ context.Context, sess server.ClientSession) { s.local.Store(sess.SessionID(), true) })
+	h.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) { s.local.Delete(sess.SessionID()) })
 	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		sess := server.ClientSessionFromContext(ctx)
 		if sess == nil || sess.SessionID() == "" {

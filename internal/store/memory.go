@@ -17,6 +17,7 @@ type Memory struct {
 	lists  map[string]*memList
 	writes int
 	now    func() time.Time
+	subs   map[string][]func([]byte)
 }
 
 type memEntry struct {
@@ -213,3 +214,33 @@ func (m *Memory) Ping(context.Context) error { return nil }
 func (m *Memory) Name() string { return "memory" }
 
 func (m *Memory) Close() error { return nil }
+
+var _ Broadcaster = (*Memory)(nil)
+
+// Publish calls the channel's subscribers of this process.
+func (m *Memory) Publish(_ context.Context, channel string, msg []byte) error {
+	m.mu.Lock()
+	subs := slices.Clone(m.subs[channel])
+	m.mu.Unlock()
+	for _, fn := range subs {
+		fn(bytes.Clone(msg))
+	}
+	return nil
+}
+
+// Subscribe adds fn to the channel's subscribers until ctx ends.
+func (m *Memory) Subscribe(ctx context.Context, channel string, fn func(msg []byte)) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.subs == nil {
+		m.subs = map[string][]func([]byte){}
+	}
+	m.subs[channel] = append(m.subs[channel], fn)
+	n := len(m.subs[channel]) - 1
+	context.AfterFunc(ctx, func() {
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		m.subs[channel][n] = func([]byte) {}
+	})
+	return nil
+}

@@ -256,3 +256,36 @@ func (r *Redis) Ping(ctx context.Context) error { return r.fail(r.c.Ping(ctx).Er
 func (r *Redis) Name() string { return r.name }
 
 func (r *Redis) Close() error { return r.c.Close() }
+
+var _ Broadcaster = (*Redis)(nil)
+
+// Publish sends msg on the namespaced channel.
+func (r *Redis) Publish(ctx context.Context, channel string, msg []byte) error {
+	return r.fail(r.c.Publish(ctx, r.k(channel), msg).Err())
+}
+
+// Subscribe subscribes to the namespaced channel (go-redis reconnects and resubscribes when
+// Redis comes back) and calls fn with each message until ctx ends.
+func (r *Redis) Subscribe(ctx context.Context, channel string, fn func(msg []byte)) error {
+	ps := r.c.Subscribe(ctx, r.k(channel))
+	if _, err := ps.Receive(ctx); err != nil {
+		ps.Close()
+		return r.fail(err)
+	}
+	ch := ps.Channel()
+	go func() {
+		defer ps.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case m, ok := <-ch:
+				if !ok {
+					return
+				}
+				fn([]byte(m.Payload))
+			}
+		}
+	}()
+	return nil
+}

@@ -126,3 +126,13 @@ func expiry(now time.Time, ttl time.Duration) time.Time {
 	}
 	return now.Add(ttl)
 }
+
+// Broadcaster is implemented by backends that several processes share (Redis): a message
+// published on a channel reaches every subscriber of it, in every process.
+type Broadcaster interface {
+	// Publish sends msg to the channel's subscribers.
+	Publish(ctx context.Context, channel string, msg []byte) error
+	// Subscribe calls fn with every message of the channel, in order, from when it returns until
+	// ctx ends.
+	Subscribe(ctx context.Context, channel string, fn func(msg []byte)) error
+}

@@ -266,3 +266,36 @@ func TestOpen(t *testing.T) {
 	}
 	kv.Close()
 }
+
+// What one process publishes reaches the subscribers of every process (two clients here).
+func TestRedisBroadcast(t *testing.T) {
+	t.Parallel()
+	srv := storetest.Redis(t)
+	var clients [2]*store.Redis
+	for i := range clients {
+		r, err := store.OpenRedis(srv.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		clients[i] = r
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 4)
+	if err := clients[1].Subscribe(ctx, "ch", func(m []byte) { got <- string(m) }); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2500 * time.Millisecond) // longer than the read timeout: the subscription must outlive it
+	if err := clients[0].Publish(ctx, "ch", []byte("hello")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case m := <-got:
+		if m != "hello" {
+			t.Errorf("got %q", m)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the message did not arrive")
+	}
+}
