@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 
 import {
   COMBINATIONS, LINES, PNG_1x1, assertSuccess, assertToolError, callTool, connect, delayProxy,
-  serverFor, startSandbox, watchLogs,
+  serverFor, setLogLevel, startSandbox, watchLogs,
 } from './lib/harness.mjs';
 
 const V2_CARD = {
@@ -51,6 +51,19 @@ for (const { line, transport } of COMBINATIONS) {
     });
     after(async () => {
       await server.stop();
+    });
+
+    it('speaks the newest revision its SDK line does', async () => {
+      const client = await connect(line, server);
+      try {
+        // v1 and v2 by default speak 2025-11-25; v2 opted in speaks 2026-07-28 (no handshake, no
+        // session) over stdio and HTTP alike.
+        if (line === 'v1' && transport === 'stdio') return; // v1's stdio transport does not keep it
+        const got = line === 'v1' ? client.transport?.protocolVersion : client.getNegotiatedProtocolVersion();
+        assert.equal(got, LINES[line].protocol);
+      } finally {
+        await client.close();
+      }
     });
 
     it('calls every tool on its success path and on an error path', async () => {
@@ -249,7 +262,7 @@ for (const { line, transport } of COMBINATIONS) {
       const client = await connect(line, server);
       try {
         const logs = watchLogs(line, client);
-        await client.setLoggingLevel('debug');
+        await setLogLevel(line, client, 'debug');
         const card = (await callTool(line, client, 'create_card', { roleName: 'Progress' })).structuredContent;
         const roleId = card.roleId;
         await callTool(line, client, 'set_opening_lines', { roleId, roleWelcome: 'Hello.' });
@@ -269,7 +282,7 @@ for (const { line, transport } of COMBINATIONS) {
         }
         assert.ok(logs.some((l) => l.data?.tool === 'publish_card'), `no log notification for the call: ${JSON.stringify(logs)}`);
         // Raised to error, an ordinary call sends no notice.
-        await client.setLoggingLevel('error');
+        await setLogLevel(line, client, 'error');
         await new Promise((r) => setTimeout(r, 100));
         const before = logs.length;
         await callTool(line, client, 'whoami', {});

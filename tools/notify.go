@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"time"
 
@@ -10,8 +11,11 @@ import (
 )
 
 // Notifier writes one notification to the client at once, before the call that sent it goes
-// on (see Options.Notifier).
+// on (see Options.Notifier); it returns ErrIndirect to leave a notification to mcp-go.
 type Notifier func(ctx context.Context, n mcp.JSONRPCNotification) error
+
+// ErrIndirect, returned by a Notifier, sends the notification through mcp-go instead.
+var ErrIndirect = errors.New("tools: not written directly")
 
 // notifier sends the notifications of calls: progress and log messages.
 //
@@ -75,6 +79,9 @@ func (n notifier) send(ctx context.Context, method string, params map[string]any
 		JSONRPC:      mcp.JSONRPC_VERSION,
 		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}},
 	})
+	if errors.Is(err, ErrIndirect) {
+		return srv.SendNotificationToClient(ctx, method, params)
+	}
 	n.last.Store(time.Now().UnixNano())
 	return err
 }

@@ -615,3 +615,59 @@ func TestHTTPKeptAsideSurvivesRestart(t *testing.T) {
 		t.Errorf("after a restart the export lost what was kept aside: %v", data)
 	}
 }
+
+// TestHTTPProgressUnderNewestProtocol calls publish_card many times under 2026-07-28 (no
+// session: each request on its own) and counts its progress notifications: every call's must
+// arrive ahead of its result. mcp-go's forwarder can take a notification off its queue and lose
+// it to the response (it lost 2 of 40 before the server wrote them itself).
+func TestHTTPProgressUnderNewestProtocol(t *testing.T) {
+	t.Parallel()
+	base := startHTTP(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var mu sync.Mutex
+	progress := map[string]int{}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-test", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			mu.Lock()
+			progress[fmt.Sprint(req.Params.ProgressToken)]++
+			mu.Unlock()
+		},
+	})
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if v := cs.InitializeResult().ProtocolVersion; v != "2026-07-28" {
+		t.Fatalf("negotiated %s, want 2026-07-28", v)
+	}
+	const calls = 40
+	for i := range calls {
+		card := call(ctx, t, cs, "create_card", map[string]any{"roleName": fmt.Sprintf("Progress %d", i)}, false)
+		call(ctx, t, cs, "set_opening_lines", map[string]any{"roleId": card["roleId"], "roleWelcome": "Hello."}, false)
+		call(ctx, t, cs, "write_card_document", map[string]any{"roleId": card["roleId"], "sections": map[string]any{"description": "A test."}}, false)
+		params := &mcp.CallToolParams{Name: "publish_card", Arguments: map[string]any{"roleId": card["roleId"]}}
+		params.SetProgressToken(fmt.Sprintf("p%d", i))
+		if res, err := cs.CallTool(ctx, params); err != nil || res.IsError {
+			t.Fatalf("publish_card: %v %v", err, res)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	lost := 0
+	for {
+		mu.Lock()
+		lost = 0
+		for i := range calls {
+			lost += 2 - min(progress[fmt.Sprintf("p%d", i)], 2)
+		}
+		mu.Unlock()
+		if lost == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d progress notifications of %d publish_card calls were lost", lost, 2*calls, calls)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cardwriter/cardwriter-mcp/aside"
@@ -64,7 +65,7 @@ func openStore(ctx context.Context, spec string, f *serverFlags, af *httpAuthFla
 }
 
 // httpProtocolVersions are the MCP revisions served over streamable HTTP, newest first.
-var httpProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+var httpProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"}
 
 // defaultMaxBody caps MCP request bodies: room for the largest tool argument (a card file as
 // base64) and 1 MiB for the rest of the request, so that an argument over its own limit is
@@ -175,6 +176,13 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))
 	f.hooks = &server.Hooks{}
 	sess.Hooks(f.hooks)
+	// Calls under 2026-07-28 have their notifications written to their response by the gate.
+	f.notifier = func(ctx context.Context, n mcp.JSONRPCNotification) error {
+		if ok, err := sess.Notify(ctx, n); ok {
+			return err
+		}
+		return tools.ErrIndirect
+	}
 	b, err := f.newBackend(stderr, base)
 	if err != nil {
 		return err
@@ -199,10 +207,6 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		// (without one, mcp-go drops such notifications); in the shared store, a stream broken on
 		// one replica resumes on another. Events are purged when the session ends.
 		server.WithEventStore(sess.Events()),
-		// Serve the session-oriented revisions only: mcp-go v1.2.1's stateless 2026-07-28 path
-		// has no event store, loses progress notifications (2 of 40 publish_card calls in
-		// TestHTTPProgressAndLogging) and refuses the Go SDK's logging/setLevel. Clients that
-		// prefer 2026-07-28 negotiate down to 2025-11-25.
 		server.WithStreamableHTTPProtocolVersions(httpProtocolVersions...),
 		server.WithStreamableHTTPLogger(b.logger),
 		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {

@@ -436,7 +436,8 @@ func TestHTTPProxySessionOwner(t *testing.T) {
 	connect := func(account string, rec *recorder) *mcp.ClientSession {
 		t.Helper()
 		transport := oauthClient(t, srv.base, rec, scriptedFetcher(sec, nil, account), "http://127.0.0.1:9/callback")
-		cs, err := newClient().Connect(ctx, transport, nil)
+		// Sessions (and so their owners) exist up to 2025-11-25; 2026-07-28 has none.
+		cs, err := newClient().Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 		if err != nil {
 			t.Fatalf("connect as %s: %v\nserver logs:\n%s", account, err, srv.logs.String())
 		}

@@ -18,7 +18,8 @@ func TestMetrics(t *testing.T) {
 		`MCP endpoint: (http://\S+/mcp)`, `metrics: (http://\S+/metrics)`)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: urls[0]}, nil)
+	// A session of 2025-11-25, so that the sessions gauge counts it (2026-07-28 has none).
+	cs, err := newClient().Connect(ctx, &mcp.StreamableClientTransport{Endpoint: urls[0]}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,15 +39,32 @@ export const LINES = {
     validator: new AjvV2(),
     // v2: callTool(params, options)
     callTool: (c, params, options) => c.callTool(params, options),
+    protocol: '2025-11-25', // v2's default negotiation ('legacy')
+  },
+  // v2 as hosts that opt in to the newest revision run it: server/discover, no handshake, no
+  // session, elicitation as multi round-trip input requests.
+  v2m: {
+    name: '@modelcontextprotocol/client 2.4.0 (2026-07-28)',
+    Client: ClientV2,
+    Stdio: StdioV2,
+    Http: HttpV2,
+    validator: new AjvV2(),
+    // 2026-07-28 has no logging/setLevel: each request asks for its log level in _meta.
+    callTool: (c, params, options) => c.callTool(c.logLevel ? { ...params, _meta: { ...params._meta, 'io.modelcontextprotocol/logLevel': c.logLevel } } : params, options),
+    options: { versionNegotiation: { mode: 'auto' } },
+    protocol: '2026-07-28',
   },
 };
+LINES.v1.protocol = '2025-11-25';
 
-/** The four ways a host reaches the server: each SDK line over each transport. */
+/** The ways a host reaches the server: each SDK line (v2 on both revisions) over each transport. */
 export const COMBINATIONS = [
   { line: 'v1', transport: 'stdio' },
   { line: 'v1', transport: 'http' },
   { line: 'v2', transport: 'stdio' },
   { line: 'v2', transport: 'http' },
+  { line: 'v2m', transport: 'stdio' },
+  { line: 'v2m', transport: 'http' },
 ];
 
 /** Environment for the binary: no inherited CARDWRITER_ settings. */
@@ -133,7 +150,7 @@ export async function serverFor(transport, { args = ['--sandbox'], env = {} } = 
  */
 export async function connect(lineName, server, { capabilities = {} } = {}) {
   const line = LINES[lineName];
-  const client = new line.Client({ name: `e2e-${lineName}`, version: '1.0.0' }, { capabilities });
+  const client = new line.Client({ name: `e2e-${lineName}`, version: '1.0.0' }, { capabilities, ...(line.options ?? {}) });
   let transport;
   if (server.transport === 'stdio') {
     transport = new line.Stdio({ command: BIN, args: server.args, env: cleanEnv(server.env), stderr: 'ignore' });
@@ -142,6 +159,16 @@ export async function connect(lineName, server, { capabilities = {} } = {}) {
   }
   await client.connect(transport);
   return client;
+}
+
+/** Sets the level of the log notifications the client gets: logging/setLevel, or from
+ * 2026-07-28 on, the level each request declares in its _meta. */
+export async function setLogLevel(lineName, client, level) {
+  if (LINES[lineName].protocol >= '2026-07-28') {
+    client.logLevel = level;
+    return;
+  }
+  await client.setLoggingLevel(level);
 }
 
 /** Records the params of every log notification (notifications/message) the client gets. */

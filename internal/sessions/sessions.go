@@ -104,7 +104,8 @@ func (s *Sessions) update(ctx context.Context, id string, change func(r *Record)
 type requestState struct {
 	rec    *Record
 	failed atomic.Bool
-	adopt  string // Generate returns this id: the replayed initialize of an adoption
+	adopt  string      // Generate returns this id: the replayed initialize of an adoption
+	stream *gateWriter // a request of 2026-07-28: its response, to which Notify writes
 }
 
 type stateKey struct{}
@@ -147,6 +148,9 @@ func (s *Sessions) Gate(next http.Handler) http.Handler {
 		}
 		gw := &gateWriter{ResponseWriter: w, st: st, sid: sid, s: s}
 		defer gw.forget()
+		if modern(r) {
+			st.stream = gw
+		}
 		next.ServeHTTP(gw, r)
 	})
 }
@@ -302,8 +306,10 @@ func unavailable(w http.ResponseWriter) {
 type gateWriter struct {
 	http.ResponseWriter
 	st      *requestState
+	mu      sync.Mutex
 	wrote   bool
 	swallow bool
+	sse     bool // Notify made the response an SSE stream
 
 	// The requests to the client this response carries (an elicitation during a call), noted
 	// in s.pending while the call lasts, so that an answer arriving at another replica is
@@ -346,6 +352,12 @@ func (w *gateWriter) forget() {
 }
 
 func (w *gateWriter) WriteHeader(status int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHeader(status)
+}
+
+func (w *gateWriter) writeHeader(status int) {
 	if w.wrote {
 		return
 	}
@@ -360,24 +372,83 @@ func (w *gateWriter) WriteHeader(status int) {
 }
 
 func (w *gateWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if !w.wrote {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeader(http.StatusOK)
 	}
 	if w.swallow {
+		return len(p), nil
+	}
+	if w.sse && !isSSE(p) {
+		// mcp-go answers with JSON, not knowing the notifications made the response a stream.
+		if _, err := fmt.Fprintf(w.ResponseWriter, "event: message\ndata: %s\n\n", bytes.TrimSpace(p)); err != nil {
+			return 0, err
+		}
 		return len(p), nil
 	}
 	w.note(p)
 	return w.ResponseWriter.Write(p)
 }
 
+// isSSE reports a write that is already an SSE event.
+func isSSE(p []byte) bool {
+	return bytes.HasPrefix(p, []byte("event:")) || bytes.HasPrefix(p, []byte("data:")) || bytes.HasPrefix(p, []byte("id:")) || bytes.HasPrefix(p, []byte(":"))
+}
+
 // Flush keeps streaming (SSE) working through the wrapper.
 func (w *gateWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flush()
+}
+
+func (w *gateWriter) flush() {
 	if !w.wrote {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeader(http.StatusOK)
 	}
 	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.swallow {
 		f.Flush()
 	}
+}
+
+// notify writes a notification of the call as an SSE event, making the response a stream.
+func (w *gateWriter) notify(n mcp.JSONRPCNotification) error {
+	data, err := json.Marshal(n)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wrote && !w.sse {
+		return errors.New("sessions: the response has begun")
+	}
+	if !w.wrote {
+		h := w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Del("Content-Length")
+		w.ResponseWriter.WriteHeader(http.StatusOK)
+		w.wrote, w.sse = true, true
+	}
+	if _, err := fmt.Fprintf(w.ResponseWriter, "event: message\ndata: %s\n\n", data); err != nil {
+		return err
+	}
+	w.flush()
+	return nil
+}
+
+// Notify writes a notification of a call made under protocol 2026-07-28 straight to the
+// call's response, in order and before its result, and reports whether it did: mcp-go's own
+// forwarder can take a notification off its queue and then lose it to the response (5 to 14
+// of 80 progress notifications in TestHTTPProgressUnderNewestProtocol). Other requests' are
+// left to mcp-go, whose event store keeps them in order.
+func (s *Sessions) Notify(ctx context.Context, n mcp.JSONRPCNotification) (bool, error) {
+	st, _ := ctx.Value(stateKey{}).(*requestState)
+	if st == nil || st.stream == nil {
+		return false, nil
+	}
+	return true, st.stream.notify(n)
 }
 
 // Unwrap lets http.ResponseController reach the connection.
