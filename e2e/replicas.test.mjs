@@ -180,6 +180,13 @@ describe('two replicas on one Redis behind nginx', () => {
     const resumes = cluster.nginx.log().length; // the resume went to replica 1 directly, not through nginx
     assert.ok(resumes > 0);
 
+    // Redis holds no token in the clear: the proxy keeps digests of its own, sealed card service ones.
+    const written = cluster.redis.written();
+    assert.ok(written.includes('proxy:grant:'), 'nothing of the sign-in was written to Redis');
+    for (const [what, secret] of [['access token', host.provider.tokens().access_token], ['refresh token', host.provider.tokens().refresh_token]]) {
+      assert.ok(secret && !written.includes(secret), `the ${what} is in Redis in the clear`);
+    }
+
     // The session ended on replica 1 is gone on replica 0 too, and through nginx.
     host.route.to = 1;
     await host.t.terminateSession();

@@ -2,7 +2,7 @@
 // sticky) on one real Redis, in front of one sandbox: the setup of "Running several replicas" in
 // the README, started by the tests themselves on free loopback ports in temporary directories.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, writeFileSync, readFileSync, existsSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, readFileSync, readdirSync, existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import os from 'node:os';
@@ -79,6 +79,12 @@ export async function startRedis(bin) {
   let r = await start();
   return {
     url: `redis://127.0.0.1:${port}/0`,
+    /** Everything written to Redis so far, as its append-only files hold it (plain RESP). */
+    written() {
+      const aof = path.join(dir, 'appendonlydir');
+      if (!existsSync(aof)) return '';
+      return readdirSync(aof).map((f) => readFileSync(path.join(aof, f), 'latin1')).join('\n');
+    },
     async stop() { r.proc.kill('SIGKILL'); await r.exited; },
     async restart() { r = await start(); },
     /** Freezes the server (SIGSTOP): connections are accepted, nothing is answered. */

@@ -56,6 +56,7 @@ type Sessions struct {
 	idle time.Duration
 	log  *slog.Logger
 
+	origin  string     // this replica, in what it publishes
 	local   sync.Map   // session id -> true: registered with this replica's mcp-go server
 	pending sync.Map   // session id NUL request id -> true: a request to the client that a call here waits on
 	adoptMu sync.Mutex // one adoption at a time
@@ -66,7 +67,9 @@ func New(kv store.KV, idle time.Duration, log *slog.Logger) *Sessions {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Sessions{kv: kv, idle: idle, log: log}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return &Sessions{kv: kv, idle: idle, log: log, origin: hex.EncodeToString(b[:])}
 }
 
 func (s *Sessions) load(ctx context.Context, id string) (*Record, error) {
@@ -145,6 +148,9 @@ func (s *Sessions) Gate(next http.Handler) http.Handler {
 			if r.Method == http.MethodPost && s.answerElsewhere(w, r, sid) {
 				return
 			}
+			if r.Method == http.MethodPost {
+				s.cancelElsewhere(r, sid)
+			}
 		}
 		gw := &gateWriter{ResponseWriter: w, st: st, sid: sid, s: s}
 		defer gw.forget()
@@ -190,6 +196,31 @@ type reply struct {
 	Session  string          `json:"session"`
 	Protocol string          `json:"protocol"`
 	Body     json.RawMessage `json:"body"`
+	Origin   string          `json:"origin,omitempty"` // a cancellation: the replica that got it (and delivers it itself)
+}
+
+// cancelElsewhere passes a client's notifications/cancelled to the other replicas, one of
+// which may run the call it cancels; this replica delivers it too, as usual.
+func (s *Sessions) cancelElsewhere(r *http.Request, sid string) {
+	b, ok := s.kv.(store.Broadcaster)
+	if !ok || r.ContentLength > maxReply {
+		return
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxReply+1))
+	r.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), r.Body))
+	if err != nil || len(body) > maxReply || !bytes.Contains(body, []byte(`"notifications/cancelled"`)) {
+		return
+	}
+	var m struct {
+		Method string `json:"method"`
+	}
+	if json.Unmarshal(body, &m) != nil || m.Method != string(mcp.MethodNotificationCancelled) {
+		return
+	}
+	msg, _ := json.Marshal(reply{Session: sid, Protocol: r.Header.Get("Mcp-Protocol-Version"), Body: body, Origin: s.origin})
+	if err := b.Publish(r.Context(), repliesChannel, msg); err != nil {
+		s.log.Warn("a cancellation could not be passed to the other replicas", "err", err)
+	}
 }
 
 // answerElsewhere passes a POST that carries a client's JSON-RPC response to the other
@@ -250,8 +281,14 @@ func (s *Sessions) Listen(ctx context.Context, next http.Handler) error {
 		if json.Unmarshal(msg, &rp) != nil || rp.Session == "" {
 			return
 		}
-		id, ok := responseID(rp.Body)
-		if _, here := s.pending.Load(rp.Session + "\x00" + id); !ok || !here {
+		if rp.Origin != "" {
+			// A cancellation: for the calls of the session this replica runs.
+			if _, here := s.local.Load(rp.Session); rp.Origin == s.origin || !here {
+				return
+			}
+		} else if id, ok := responseID(rp.Body); !ok {
+			return
+		} else if _, here := s.pending.Load(rp.Session + "\x00" + id); !here {
 			return
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "/mcp", bytes.NewReader(rp.Body))

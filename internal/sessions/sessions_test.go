@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,7 +20,7 @@ import (
 
 // replica is one mcp-go streamable HTTP server on the shared sessions, with a tool that asks
 // the client a question and one that logs at every level.
-func replica(t *testing.T, kv store.KV) *httptest.Server {
+func replica(t *testing.T, kv store.KV, waiting chan<- string, cancelled chan<- string) *httptest.Server {
 	t.Helper()
 	sess := sessions.New(kv, time.Minute, nil)
 	hooks := &server.Hooks{}
@@ -38,6 +37,16 @@ func replica(t *testing.T, kv store.KV) *httptest.Server {
 			return mcp.NewToolResultError(err.Error()), nil
 		}
 		return mcp.NewToolResultText("answer: " + string(res.Action)), nil
+	})
+	mcpSrv.AddTool(mcp.NewTool("wait"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		waiting <- "started"
+		select {
+		case <-ctx.Done():
+			cancelled <- "cancelled"
+			return nil, ctx.Err()
+		case <-time.After(30 * time.Second):
+			return mcp.NewToolResultText("not cancelled"), nil
+		}
 	})
 	mcpSrv.AddTool(mcp.NewTool("log"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		srv := server.ServerFromContext(ctx)
@@ -143,7 +152,8 @@ func resultText(m rpc) string {
 func TestSessionOnTwoReplicas(t *testing.T) {
 	t.Parallel()
 	kv := store.NewMemory() // shared, with an in-process broadcast: two replicas in one process
-	a, b := replica(t, kv), replica(t, kv)
+	waiting, cancelled := make(chan string, 1), make(chan string, 1)
+	a, b := replica(t, kv, waiting, cancelled), replica(t, kv, waiting, cancelled)
 	sid := initialize(t, a.URL, map[string]any{"elicitation": map[string]any{}})
 
 	// The log level set on A filters B's notifications.
@@ -203,6 +213,18 @@ func TestSessionOnTwoReplicas(t *testing.T) {
 		t.Errorf("the call on B: %q", final)
 	}
 
+	// A call on B, cancelled through A.
+	go post(t, b.URL, sid, callTool("wait", 6), nil)
+	<-waiting
+	if status, _ := post(t, a.URL, sid, map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": 6, "reason": "test"}}, nil); status != http.StatusAccepted {
+		t.Errorf("the cancellation through A: %d", status)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Error("the call on B was not cancelled through A")
+	}
+
 	// Ended on B: gone on A.
 	del, _ := http.NewRequest(http.MethodDelete, b.URL, nil)
 	del.Header.Set("Mcp-Session-Id", sid)
@@ -213,5 +235,4 @@ func TestSessionOnTwoReplicas(t *testing.T) {
 	if status, _ := post(t, a.URL, sid, callTool("log", 5), nil); status != http.StatusNotFound {
 		t.Errorf("after DELETE on B, A answered %d", status)
 	}
-	_ = fmt.Sprint()
 }
