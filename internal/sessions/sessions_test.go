@@ -214,7 +214,18 @@ func TestSessionOnTwoReplicas(t *testing.T) {
 	}
 
 	// A call on B, cancelled through A.
-	go post(t, b.URL, sid, callTool("wait", 6), nil)
+	go func() { // no t.Fatal off the test's goroutine: the result does not matter
+		raw, _ := json.Marshal(callTool("wait", 6))
+		req, _ := http.NewRequest(http.MethodPost, b.URL, strings.NewReader(string(raw)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", sid)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
 	<-waiting
 	if status, _ := post(t, a.URL, sid, map[string]any{"jsonrpc": "2.0", "method": "notifications/cancelled", "params": map[string]any{"requestId": 6, "reason": "test"}}, nil); status != http.StatusAccepted {
 		t.Errorf("the cancellation through A: %d", status)
