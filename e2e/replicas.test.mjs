@@ -263,6 +263,13 @@ describe('two replicas on one Redis behind nginx', () => {
     const host = await new Host(cluster, 'e2e store failure').connect();
     const sid = host.t.sessionId;
     const list = { jsonrpc: '2.0', id: 1, method: 'tools/list' };
+    const refresh = () => fetch(`${cluster.nginx.url}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ grant_type: 'refresh_token', refresh_token: host.provider.tokens().refresh_token,
+        client_id: host.provider.clientInformation().client_id, resource: cluster.mcpUrl.href }) });
+    t.after(async () => { // back, whatever happened, for the tests after this one
+      cluster.redis.resume();
+      await cluster.redis.restart().catch(() => {});
+    });
     for (const failure of ['hung', 'down']) {
       if (failure === 'hung') cluster.redis.pause();
       else await cluster.redis.stop();
@@ -274,6 +281,11 @@ describe('two replicas on one Redis behind nginx', () => {
         t.diagnostic(`${failure} Redis: replica ${i} answered 503 in ${r.ms} ms`);
         assert.ok(JSON.parse(r.text).error_description || JSON.parse(r.text).error, r.text);
       }
+      // A refresh while the store is away is "try again", and the refresh token stays valid.
+      const r = await refresh();
+      const body = await r.json();
+      assert.equal(r.status, 503, JSON.stringify(body));
+      assert.equal(body.error, 'temporarily_unavailable');
       const ready = await fetch(`http://${cluster.addrs[0]}/readyz`);
       const report = await ready.json();
       assert.equal(ready.status, 503);
@@ -285,6 +297,10 @@ describe('two replicas on one Redis behind nginx', () => {
         const r = await raw(cluster.replicaUrl(i), host.accessToken, sid, list);
         assert.equal(r.status, 200, `after Redis was ${failure}, replica ${i}: ${r.status} ${r.text}`);
       }
+      const again = await refresh();
+      const tokens = await again.json();
+      assert.equal(again.status, 200, `the refresh token after Redis was ${failure}: ${JSON.stringify(tokens)}`);
+      host.provider.saveTokens({ ...host.provider.tokens(), ...tokens });
     }
     await host.client.close();
   });

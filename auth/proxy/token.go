@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"io"
 	"mime"
 	"net/http"
@@ -199,6 +200,10 @@ func (s *Server) publicClient(ctx context.Context, w http.ResponseWriter, r *htt
 		return nil, true
 	}
 	c, err := s.client(ctx, id)
+	if store.IsUnavailable(err) {
+		writeOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", storeDown(err).desc)
+		return nil, false
+	}
 	if err != nil {
 		writeOAuthError(w, http.StatusUnauthorized, "invalid_client", "No client is registered with this client_id.")
 		return nil, false
@@ -222,6 +227,12 @@ type grantError struct {
 }
 
 func grantErr(code, desc string) *grantError { return &grantError{http.StatusBadRequest, code, desc} }
+
+// storeDown is the answer when the store failed (Redis down or slow): try again later; the
+// code or refresh token presented is as it was, unless the message says otherwise.
+func storeDown(error) *grantError {
+	return &grantError{http.StatusServiceUnavailable, "temporarily_unavailable", "The server's store is unavailable; try again in a moment."}
+}
 
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
@@ -274,6 +285,9 @@ func (s *Server) exchangeCode(ctx context.Context, c *Client, f url.Values) (*to
 		return nil, grantErr("invalid_request", "code_verifier is required (PKCE).")
 	}
 	sec, err := s.store.UseSecret(ctx, digest(code))
+	if store.IsUnavailable(err) {
+		return nil, storeDown(err)
+	}
 	if err != nil || sec.Kind != KindCode {
 		return nil, grantErr("invalid_grant", "The authorization code is unknown or expired.")
 	}
@@ -330,6 +344,9 @@ func (s *Server) refreshTokens(ctx context.Context, c *Client, f url.Values) (*t
 	}
 	h := digest(rt)
 	sec, err := s.store.GetSecret(ctx, h)
+	if store.IsUnavailable(err) {
+		return nil, storeDown(err)
+	}
 	if err != nil || sec.Kind != KindRefresh {
 		return nil, grantErr("invalid_grant", "The refresh token is unknown, expired or revoked.")
 	}
@@ -344,6 +361,9 @@ func (s *Server) refreshTokens(ctx context.Context, c *Client, f url.Values) (*t
 		return nil, grantErr("invalid_grant", "The refresh token was issued to another client.")
 	}
 	g, err := s.store.GetGrant(ctx, sec.GrantID)
+	if store.IsUnavailable(err) {
+		return nil, storeDown(err)
+	}
 	if err != nil || !g.Active {
 		return nil, grantErr("invalid_grant", "The authorization is gone; authorize again.")
 	}
@@ -374,18 +394,26 @@ func (s *Server) refreshTokens(ctx context.Context, c *Client, f url.Values) (*t
 			return nil, grantErr("invalid_grant", "The authorization is gone; authorize again.")
 		}
 	}
-	// Rotate: the first presentation wins; a concurrent second one is a reuse.
-	prev, err := s.store.UseSecret(ctx, h)
-	if err != nil {
-		return nil, grantErr("invalid_grant", "The refresh token is unknown, expired or revoked.")
-	}
-	if prev.Used {
-		s.revokeGrant(ctx, sec.GrantID, "rotated refresh token presented again")
-		return nil, grantErr("invalid_grant", "The refresh token was already used; every token of this authorization is revoked. Authorize again.")
-	}
+	// The new tokens are stored first, and the old refresh token is spent last: a store that
+	// fails on the way leaves the old one valid (the client tries again), never a grant without
+	// a usable refresh token.
 	resp, e := s.issueTokens(ctx, c, g, scope)
 	if e != nil {
 		return nil, e
+	}
+	// Rotate: the first presentation wins; a concurrent second one is a reuse.
+	prev, err := s.store.UseSecret(ctx, h)
+	if err != nil {
+		s.dropIssued(ctx, resp)
+		if store.IsUnavailable(err) {
+			return nil, storeDown(err)
+		}
+		return nil, grantErr("invalid_grant", "The refresh token is unknown, expired or revoked.")
+	}
+	if prev.Used {
+		s.dropIssued(ctx, resp)
+		s.revokeGrant(ctx, sec.GrantID, "rotated refresh token presented again")
+		return nil, grantErr("invalid_grant", "The refresh token was already used; every token of this authorization is revoked. Authorize again.")
 	}
 	s.log.Info("tokens refreshed", "grant", g.ID, "client_id", c.ID, "user", g.UserID)
 	return resp, nil
@@ -414,9 +442,23 @@ func (s *Server) issueTokens(ctx context.Context, c *Client, g *Grant, scope str
 	}
 	if err != nil {
 		s.log.Error("proxy: store tokens", "err", err)
+		s.dropIssued(ctx, resp)
+		if store.IsUnavailable(err) {
+			return nil, storeDown(err)
+		}
 		return nil, &grantError{http.StatusInternalServerError, "server_error", "The tokens could not be stored."}
 	}
 	return resp, nil
+}
+
+// dropIssued deletes tokens that were stored but will not be handed out (best effort: their
+// values were never sent, so one left behind is of no use to anyone and expires).
+func (s *Server) dropIssued(ctx context.Context, resp *tokenResponse) {
+	for _, t := range []string{resp.AccessToken, resp.RefreshToken} {
+		if t != "" {
+			_ = s.store.DeleteSecret(context.WithoutCancel(ctx), digest(t))
+		}
+	}
 }
 
 // ---- Revocation (RFC 7009) ----

@@ -86,7 +86,10 @@ export async function startRedis(bin) {
       return readdirSync(aof).map((f) => readFileSync(path.join(aof, f), 'latin1')).join('\n');
     },
     async stop() { r.proc.kill('SIGKILL'); await r.exited; },
-    async restart() { r = await start(); },
+    async restart() {
+      if (r.proc.exitCode === null && r.proc.signalCode === null) return; // running
+      r = await start();
+    },
     /** Freezes the server (SIGSTOP): connections are accepted, nothing is answered. */
     pause() { r.proc.kill('SIGSTOP'); },
     resume() { r.proc.kill('SIGCONT'); },
