@@ -38,13 +38,16 @@ async function measure(args) {
 it('the README states what tools/list costs in tokens', async () => {
   const all = await measure(['--sandbox']);
   const readOnly = await measure(['--sandbox', '--read-only']);
+  const dynamic = await measure(['--sandbox', '--dynamic-toolsets']);
   const kb = (n) => (n / 1024).toFixed(1);
   const text = [
     BEGIN,
     `\`tools/list\` with all ${all.tools} tools is ${kb(all.bytes)} KiB of JSON, **${all.tokens.toLocaleString('en-US')} tokens** ` +
       `(cl100k_base, measured by \`e2e/tokens.test.mjs\`); the largest tool is \`${all.largestName}\` ` +
       `(${all.largest.toLocaleString('en-US')} tokens). With \`--read-only\` (${readOnly.tools} tools): ` +
-      `${kb(readOnly.bytes)} KiB, ${readOnly.tokens.toLocaleString('en-US')} tokens. \`--toolsets\` and \`--tools\` trim it further.`,
+      `${kb(readOnly.bytes)} KiB, ${readOnly.tokens.toLocaleString('en-US')} tokens. With \`--dynamic-toolsets\` (stdio) the server ` +
+      `starts with ${dynamic.tools} tools: ${kb(dynamic.bytes)} KiB, **${dynamic.tokens.toLocaleString('en-US')} tokens**, and the model ` +
+      `loads a toolset when it needs it. \`--toolsets\` and \`--tools\` trim it further.`,
     END,
   ].join('\n');
   const readme = readFileSync(README, 'utf8');

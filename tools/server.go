@@ -58,6 +58,10 @@ type Options struct {
 	// service token, the session, the client), the tool, the ids it acted on, the outcome and
 	// the duration; never content or a token.
 	Audit *slog.Logger
+	// Dynamic starts the server with the cards toolset and list_toolsets and enable_toolset,
+	// by which the model loads the other toolsets (of those Filter selects) when it needs them;
+	// the server declares tools.listChanged and tells the client of each change.
+	Dynamic bool
 	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the
 	// shared session state records what sessions negotiate).
 	Hooks *server.Hooks
@@ -85,7 +89,9 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	instructions := opts.Instructions
 	if instructions == "" {
 		instructions = defaultInstructions
-		if len(selected) < len(All()) {
+		if opts.Dynamic {
+			instructions += " Only the cards toolset is loaded at first: call list_toolsets, then enable_toolset with the toolset the task needs (authoring, worldbook, trial, tavern)."
+		} else if len(selected) < len(All()) {
 			instructions += " This server serves only some of these tools (see tools/list); the others are not available here."
 		}
 	}
@@ -102,7 +108,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	}
 	srv := server.NewMCPServer(ServerName, version,
 		server.WithHooks(hooks),
-		server.WithToolCapabilities(false),
+		server.WithToolCapabilities(opts.Dynamic),
 		server.WithResourceCapabilities(false, false),
 		server.WithPromptCapabilities(false),
 		server.WithLogging(),
@@ -120,12 +126,19 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	if opts.Observer != nil {
 		d.aside = observedAside{d.aside, opts.Observer}
 	}
-	st := make([]server.ServerTool, 0, len(selected))
-	for i := range selected {
-		t := &selected[i]
-		st = append(st, server.ServerTool{Tool: t.MCPTool(), Handler: toolHandler(t, d)})
+	if opts.Dynamic {
+		dt := &dynamicToolsets{srv: srv, selected: selected, d: d}
+		if err := dt.start(); err != nil {
+			return nil, err
+		}
+	} else {
+		st := make([]server.ServerTool, 0, len(selected))
+		for i := range selected {
+			t := &selected[i]
+			st = append(st, server.ServerTool{Tool: t.MCPTool(), Handler: toolHandler(t, d)})
+		}
+		srv.AddTools(st...)
 	}
-	srv.AddTools(st...)
 	addResources(srv, client, log)
 	addPrompts(srv, selected)
 	return srv, nil

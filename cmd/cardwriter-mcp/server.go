@@ -57,6 +57,8 @@ type serverFlags struct {
 	callTimeout time.Duration
 	// hooks (http) record what MCP sessions negotiate in the shared store.
 	hooks *server.Hooks
+	// dynamic (stdio, --dynamic-toolsets): the model enables toolsets by a tool call.
+	dynamic bool
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -110,6 +112,7 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Logger:   logger,
 		Version:  serverVersion(),
 		Hooks:    f.hooks,
+		Dynamic:  f.dynamic,
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,

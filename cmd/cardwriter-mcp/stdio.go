@@ -18,9 +18,10 @@ import (
 )
 
 func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("stdio", "stdio [--sandbox] [--api-host URL] [--toolsets LIST] [--tools LIST] [--read-only] [--allow-dir DIR]...", stderr)
+	fs := newFlagSet("stdio", "stdio [--sandbox] [--api-host URL] [--toolsets LIST] [--tools LIST] [--read-only] [--dynamic-toolsets] [--allow-dir DIR]...", stderr)
 	var f serverFlags
 	f.register(fs)
+	fs.BoolVar(&f.dynamic, "dynamic-toolsets", false, "start with the cards toolset and two tools (list_toolsets, enable_toolset) by which the model loads the others when it needs them: fewer tokens in hosts that put every tool into the model's context")
 	drain := fs.Duration("drain-timeout", defaultDrain, "when the input ends, how long the calls under way may take to finish before the server exits")
 	var allowDirs listFlag
 	fs.Var(&allowDirs, "allow-dir", "a folder whose files the tavern import tools may read by path, besides the client's roots (repeatable, or a comma-separated list)")
