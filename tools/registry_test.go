@@ -92,6 +92,13 @@ func TestRegistry(t *testing.T) {
 		}
 		uses[tool.Operation] = append(uses[tool.Operation], tool.Name)
 	}
+	meta, err := (&dynamicToolsets{}).metaTools() // served with dynamic toolsets only
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tool := range meta {
+		composite = append(composite, tool.Name)
+	}
 	inDoc, err := schema.ToolNames()
 	if err != nil {
 		t.Fatal(err)
