@@ -18,6 +18,7 @@ func cardTools() []Tool {
 				"A roleId that is not one of your cards gives a not-found error.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation:   "getCard",
+			Preview:     previewOfCard,
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
 				first := "no first message yet"

@@ -35,6 +35,8 @@ type Call struct {
 	// Content, when a handler sets it, follows the one-line summary in the result instead of
 	// the result object as JSON: an exported file as text, an image.
 	Content []mcp.Content
+	// Meta, when a handler sets it, is the result's _meta (what the card preview shows).
+	Meta map[string]any
 }
 
 // needInput is the "error" of a handler that must ask the client for input first (multi

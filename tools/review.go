@@ -27,6 +27,7 @@ func reviewTool() Tool {
 			`Example: {"roleId":"r_8f2c1a"}`,
 		Annotations: readHints(),
 		Handler:     reviewCard,
+		Preview:     previewOfCard, // replaced by the handler's fuller preview
 		Summary: func(out map[string]any) string {
 			counts := map[string]int64{}
 			for _, f := range list(out, "findings") {
@@ -69,13 +70,23 @@ func reviewCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 		return nil, err
 	}
 	var wbs []review.Worldbook
+	preview := cardPreview{RoleName: card.RoleName, Greetings: append([]string{card.RoleWelcome}, card.WelcomeAlternates...),
+		Prologue: append([]string{}, card.Prologue...), Worldbooks: []previewWorldbook{}}
 	for _, wb := range bound.List {
 		entries, err := c.Client.ListWorldbookEntries(ctx, wb.WorldbookID, "")
 		if err != nil {
 			return nil, err
 		}
-		wbs = append(wbs, review.Worldbook{ID: wb.WorldbookID, Name: wb.Name, Entries: tavernEntries(entries.Entries)})
+		te := tavernEntries(entries.Entries)
+		wbs = append(wbs, review.Worldbook{ID: wb.WorldbookID, Name: wb.Name, Entries: te})
+		preview.Worldbooks = append(preview.Worldbooks, previewWorldbookOf(wb.Name, te, preview.Greetings))
 	}
+	if card.AvatarImageID != "" {
+		if img, note := fetchAvatar(ctx, c.Client, card.RoleID, card.AvatarImageID); note == "" {
+			preview.Avatar = avatarThumbnail(img)
+		}
+	}
+	c.Meta = map[string]any{previewKey: preview}
 	report, err := review.Review(rc, wbs)
 	if err != nil {
 		return nil, err

@@ -140,6 +140,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		srv.AddTools(st...)
 	}
 	addResources(srv, client, log)
+	addPreview(srv)
 	addPrompts(srv, selected)
 	return srv, nil
 }
@@ -247,6 +248,12 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	res := successResult(t.Summary(out), out, data)
 	if call.Content != nil {
 		res.Content = append(res.Content[:1:1], call.Content...)
+	}
+	if call.Meta == nil && t.Preview != nil {
+		call.Meta = t.Preview(out)
+	}
+	if call.Meta != nil {
+		res.Meta = mcp.NewMetaFromMap(call.Meta)
 	}
 	return res, "ok", nil
 }

@@ -52,6 +52,10 @@ type Tool struct {
 	// Handler replaces the generic handler (validate, split, call Operation) after the arguments
 	// passed the input schema; nil for the generic one.
 	Handler HandlerFunc
+	// Preview, when set, makes the card preview (an MCP App, preview.go) show the tool's
+	// results: it returns the result's _meta from its structured content. A handler may set
+	// Call.Meta instead.
+	Preview func(out map[string]any) map[string]any
 	// Check names, for a write whose answer may be unreadable, the read tool that shows
 	// whether it was applied (said in the error, so that a model does not blindly repeat it).
 	Check string
@@ -83,6 +87,9 @@ func (t Tool) MCPTool() mcp.Tool {
 	mt.RawOutputSchema = t.OutputSchema()
 	mt.Annotations = t.Annotations
 	mt.Annotations.Title = t.Title
+	if t.Preview != nil {
+		mt.Meta = previewToolMeta()
+	}
 	return mt
 }
 

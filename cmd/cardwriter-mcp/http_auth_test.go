@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -35,6 +34,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
+	"github.com/cardwriter/cardwriter-mcp/internal/browsertest"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 )
 
@@ -538,15 +538,9 @@ func TestHTTPProxySessionOwner(t *testing.T) {
 
 func TestHTTPProxyWithChromium(t *testing.T) {
 	t.Parallel()
-	chrome, err := exec.LookPath("chromium")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium is not installed (apt-get install chromium); CI must run the browser test")
-		}
-		t.Skip("chromium is not installed (apt-get install chromium)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	browserCtx := browsertest.Chromium(ctx, t)
 	sec := &seenSecrets{}
 	sb := startAuthSandbox(t, sec)
 	srv := startServer(t, sec, "--addr", "127.0.0.1:0", "--api-host", sb.URL, "--state-dir", t.TempDir())
@@ -565,22 +559,6 @@ func TestHTTPProxyWithChromium(t *testing.T) {
 		_, _ = io.WriteString(w, "<!doctype html><title>Connected</title><p>You can close this tab.</p>")
 	}))
 	defer cb.Close()
-
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx,
-		chromedp.ExecPath(chrome),
-		chromedp.Flag("headless", true),
-		chromedp.NoSandbox,
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.NoFirstRun,
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()),
-	)
-	defer cancelAlloc()
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	defer cancelBrowser()
 
 	var clicks []string
 	fetch := func(_ context.Context, args *sdkauth.AuthorizationArgs) (*sdkauth.AuthorizationResult, error) {

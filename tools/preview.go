@@ -1,0 +1,154 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	_ "embed" // the card preview's page
+	"encoding/base64"
+	"image"
+	_ "image/gif"  // avatars may be GIF
+	_ "image/jpeg" // or JPEG
+	"image/png"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/image/draw"
+	_ "golang.org/x/image/webp" // or WebP
+
+	"github.com/cardwriter/cardwriter-mcp/tavern"
+)
+
+// The card preview is an MCP App (the ext-apps extension): get_card and review_card name its
+// ui:// resource in their tool metadata, and put what it shows in their result's _meta under
+// previewKey (hosts give _meta to the app, not to the model); the host renders the page in a
+// sandboxed frame and hands it the result. The page is self-contained (its script and style
+// inline, allowed by their hashes in its Content-Security-Policy; images only as data: URIs)
+// and sets card text as text only.
+const (
+	previewURI  = "ui://cardwriter/card-preview"
+	previewMIME = "text/html;profile=mcp-app"
+	previewKey  = "io.cardwriter/preview"
+	// previewAvatarPx bounds the side of the avatar thumbnail the preview carries.
+	previewAvatarPx = 128
+)
+
+var (
+	//go:embed preview/card.html
+	previewPage string
+	//go:embed preview/card.css
+	previewCSS string
+	//go:embed preview/card.js
+	previewJS string
+)
+
+// previewHTML is the page, with its CSP naming the hashes of its one script and one style.
+var previewHTML = sync.OnceValue(func() string {
+	hash := func(s string) string {
+		sum := sha256.Sum256([]byte(s))
+		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
+	}
+	csp := "default-src 'none'; script-src " + hash(previewJS) + "; style-src " + hash(previewCSS) +
+		"; img-src data:; base-uri 'none'; form-action 'none'"
+	return strings.NewReplacer("{{CSP}}", csp, "{{CSS}}", previewCSS, "{{JS}}", previewJS).Replace(previewPage)
+})
+
+// previewToolMeta is the _meta of a tool whose results the preview shows (ui.resourceUri, and
+// the flat key of earlier hosts).
+func previewToolMeta() *mcp.Meta {
+	return mcp.NewMetaFromMap(map[string]any{"ui": map[string]any{"resourceUri": previewURI}, "ui/resourceUri": previewURI})
+}
+
+// addPreview serves the preview's page as a resource.
+func addPreview(srv *server.MCPServer) {
+	res := mcp.NewResource(previewURI, "Card preview",
+		mcp.WithResourceDescription("An MCP App that shows a card as a reader meets it: avatar, name, first message with its alternates, prologue suggestions, and the worldbook entries the chosen message fires."),
+		mcp.WithMIMEType(previewMIME))
+	srv.AddResource(res, func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		return []mcp.ResourceContents{mcp.TextResourceContents{URI: previewURI, MIMEType: previewMIME, Text: previewHTML(),
+			Meta: map[string]any{"ui": map[string]any{"csp": map[string]any{}, "prefersBorder": true}}}}, nil
+	})
+}
+
+// cardPreview is what the page shows of a card.
+type cardPreview struct {
+	RoleName   string             `json:"roleName"`
+	Greetings  []string           `json:"greetings"` // the first message, then the alternates
+	Prologue   []string           `json:"prologue"`
+	Avatar     string             `json:"avatar,omitempty"` // a data:image/png thumbnail
+	Worldbooks []previewWorldbook `json:"worldbooks"`
+}
+
+type previewWorldbook struct {
+	Name    string         `json:"name"`
+	Entries []previewEntry `json:"entries"`
+}
+
+type previewEntry struct {
+	Name     string   `json:"name"`
+	Keys     []string `json:"keys"`
+	Constant bool     `json:"constant"`
+	Fires    []int    `json:"fires"` // the greetings (by index) that fire the entry
+}
+
+// previewOfCard is get_card's preview, from its result: the card without worldbooks.
+func previewOfCard(out map[string]any) map[string]any {
+	p := cardPreview{RoleName: str(out, "roleName"), Greetings: []string{str(out, "roleWelcome")}, Prologue: []string{}, Worldbooks: []previewWorldbook{}}
+	for _, v := range list(out, "welcomeAlternates") {
+		if s, ok := v.(string); ok {
+			p.Greetings = append(p.Greetings, s)
+		}
+	}
+	for _, v := range list(out, "prologue") {
+		if s, ok := v.(string); ok {
+			p.Prologue = append(p.Prologue, s)
+		}
+	}
+	return map[string]any{previewKey: p}
+}
+
+// previewWorldbookOf lists a worldbook's entries with the greetings that fire each.
+func previewWorldbookOf(name string, entries []tavern.Entry, greetings []string) previewWorldbook {
+	wb := previewWorldbook{Name: name, Entries: make([]previewEntry, len(entries))}
+	for i, e := range entries {
+		wb.Entries[i] = previewEntry{Name: e.Name, Keys: append([]string{}, e.Keywords...), Constant: e.IsConstant, Fires: []int{}}
+	}
+	for g, text := range greetings {
+		for _, r := range tavern.Match(entries, text, tavern.MatchOptions{}) {
+			if r.Fired && !entries[r.Index].IsConstant {
+				wb.Entries[r.Index].Fires = append(wb.Entries[r.Index].Fires, g)
+			}
+		}
+	}
+	return wb
+}
+
+// avatarThumbnail scales an avatar image to fit previewAvatarPx and returns it as a PNG data
+// URI; "" when the image cannot be decoded.
+func avatarThumbnail(data []byte) string {
+	src, _, err := image.Decode(bytes.NewReader(data))
+	if err != nil {
+		return ""
+	}
+	b := src.Bounds()
+	w, h := b.Dx(), b.Dy()
+	if w == 0 || h == 0 {
+		return ""
+	}
+	if w > previewAvatarPx || h > previewAvatarPx {
+		if w >= h {
+			w, h = previewAvatarPx, max(1, h*previewAvatarPx/w)
+		} else {
+			w, h = max(1, w*previewAvatarPx/h), previewAvatarPx
+		}
+	}
+	dst := image.NewRGBA(image.Rect(0, 0, w, h))
+	draw.CatmullRom.Scale(dst, dst.Bounds(), src, b, draw.Over, nil)
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, dst); err != nil {
+		return ""
+	}
+	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
+}
