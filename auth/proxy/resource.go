@@ -291,12 +291,13 @@ func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter 
 // replica; a binding idle longer than the session idle time (plus a margin) expires, as the
 // MCP server drops the sessions.
 type sessionOwners struct {
-	kv   store.KV
-	idle time.Duration
+	kv      store.KV
+	idle    time.Duration
+	toucher *store.Toucher
 }
 
 func newSessionOwners(kv store.KV, idle time.Duration) *sessionOwners {
-	return &sessionOwners{kv: kv, idle: idle + time.Minute}
+	return &sessionOwners{kv: kv, idle: idle + time.Minute, toucher: &store.Toucher{KV: kv, Every: idle / 10}}
 }
 
 // own binds a new session to user; a session already bound keeps its user.
@@ -318,7 +319,7 @@ func (so *sessionOwners) owned(ctx context.Context, sid, user string) (bool, err
 	if string(v) != user {
 		return false, nil
 	}
-	if err := so.kv.Touch(ctx, key, so.idle); err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err := so.toucher.Touch(ctx, key, so.idle); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return false, err
 	}
 	return true, nil

@@ -52,9 +52,11 @@ type Record struct {
 
 // Sessions is the shared session state of one server.
 type Sessions struct {
-	kv   store.KV
-	idle time.Duration
-	log  *slog.Logger
+	kv      store.KV
+	idle    time.Duration
+	log     *slog.Logger
+	toucher *store.Toucher
+	events  server.EventStore
 
 	origin  string     // this replica, in what it publishes
 	local   sync.Map   // session id -> true: registered with this replica's mcp-go server
@@ -69,7 +71,13 @@ func New(kv store.KV, idle time.Duration, log *slog.Logger) *Sessions {
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return &Sessions{kv: kv, idle: idle, log: log, origin: hex.EncodeToString(b[:])}
+	s := &Sessions{kv: kv, idle: idle, log: log, origin: hex.EncodeToString(b[:]),
+		toucher: &store.Toucher{KV: kv, Every: idle / 10}}
+	s.events = server.NewInMemoryEventStore()
+	if _, shared := kv.(store.Broadcaster); shared {
+		s.events = events{s}
+	}
+	return s
 }
 
 func (s *Sessions) load(ctx context.Context, id string) (*Record, error) {
@@ -132,7 +140,7 @@ func (s *Sessions) Gate(next http.Handler) http.Handler {
 			default:
 				st.rec = rec
 				if !rec.Terminated {
-					if err := s.kv.Touch(r.Context(), keySession+sid, s.idle); err != nil && !errors.Is(err, store.ErrNotFound) {
+					if err := s.toucher.Touch(r.Context(), keySession+sid, s.idle); err != nil && !errors.Is(err, store.ErrNotFound) {
 						s.log.Error("mcp request refused: the session store failed", "err", err)
 						unavailable(w)
 						return
@@ -643,9 +651,12 @@ func (s *Sessions) Restore(ctx context.Context, r *http.Request) context.Context
 	return ctx
 }
 
-// Events is mcp-go's EventStore on the shared store: each stream a list, event ids
-// "<stream>.<index>", everything expiring with the session's idle time.
-func (s *Sessions) Events() server.EventStore { return events{s} }
+// Events is mcp-go's EventStore: on a store that replicas share (Redis), each stream a list,
+// event ids "<stream>.<index>", everything expiring with the session's idle time, so that a
+// stream resumes on any replica; with the embedded store (one process), mcp-go's in memory:
+// events are only worth replaying to a client while this process lives, and a synced write
+// per event would cost every streamed call.
+func (s *Sessions) Events() server.EventStore { return s.events }
 
 type events struct{ s *Sessions }
 

@@ -299,3 +299,32 @@ func TestRedisBroadcast(t *testing.T) {
 		t.Fatal("the message did not arrive")
 	}
 }
+
+// A toucher writes a key's lifetime once per interval, not at every use.
+func TestToucher(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	kv := store.NewMemory()
+	tc := &store.Toucher{KV: kv, Every: time.Hour}
+	if err := tc.Touch(ctx, "k", time.Minute); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("touching an absent key: %v", err)
+	}
+	if err := kv.Set(ctx, "k", []byte("v"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.Touch(ctx, "k", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	// Deleted behind its back: within the interval the toucher does not write, so it does not
+	// notice; after Forget it does.
+	if err := kv.Delete(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if err := tc.Touch(ctx, "k", time.Minute); err != nil {
+		t.Errorf("a touch within the interval wrote: %v", err)
+	}
+	tc.Forget("k")
+	if err := tc.Touch(ctx, "k", time.Minute); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("after Forget: %v", err)
+	}
+}
