@@ -15,15 +15,11 @@ func authoringTools() []Tool {
 			Name:    "create_card",
 			Toolset: ToolsetAuthoring,
 			Title:   "Create a card",
-			Description: "Create a new, empty private card and return its roleId. " +
-				"Only roleName is required; language, cardType and contentRatingIntent are optional. " +
-				"The card starts private and empty; the result carries its roleVisibility and reviewStatus as the service names " +
-				"them. Fill it with set_opening_lines, " +
-				"write_card_document and update_card_profile, then check it with validate_card. " +
-				"Repeating a create with the same idempotencyKey returns the same card instead of making a second one " +
-				"(the same key with different fields is refused with conflict). When you leave idempotencyKey out, " +
-				"cardwriter-mcp picks one for the call, so its own retries never make two cards; pass your own key if you " +
-				"might repeat the call yourself.\n\n" +
+			Description: "Create a new, empty private card and return its roleId. Fill it with set_opening_lines, " +
+				"write_card_document and update_card_profile, then check it with validate_card. The same idempotencyKey " +
+				"returns the same card instead of a second one (with different fields: conflict). Left out, cardwriter-mcp " +
+				"picks a key per call, so its own retries never make two cards; pass your own if you might repeat the " +
+				"call.\n\n" +
 				`Example: {"roleName":"Captain Mira Vale","language":"en","idempotencyKey":"mira-vale-1"}`,
 			Operation: "createCard",
 			// Not destructive (it only adds a card). Not idempotent: two calls with the same
@@ -39,12 +35,10 @@ func authoringTools() []Tool {
 			Toolset: ToolsetAuthoring,
 			Title:   "Set a card's opening lines",
 			Description: "Set a card's first message, its alternate first messages and the player's suggested opening lines. " +
-				"roleWelcome (required) is the character's first message, written as the character. " +
-				"alternates are further first messages the player may pick instead; get_card returns them as welcomeAlternates. " +
-				"prologue lines are suggestions for the PLAYER to say: they fill the player's input box and are never sent as " +
-				"the character, so write them in the player's voice. " +
-				"alternates and prologue are each a full replacement: the list you send replaces the stored one, leaving the " +
-				"field out keeps the stored list, and [] clears it.\n\n" +
+				"roleWelcome is written as the character; alternates (get_card calls them welcomeAlternates) are further first " +
+				"messages the player may pick instead; prologue lines are for the PLAYER to say: they fill the player's input " +
+				"box and are never sent as the character. alternates and prologue each replace the stored list; a list left " +
+				"out is kept; [] clears it.\n\n" +
 				`Example: {"roleId":"r_8f2c1a","roleWelcome":"*The airlock hisses open.* \"You're late, pilot.\"",` +
 				`"alternates":["\"Another stowaway? Fine. Sit.\""],"prologue":["Sorry, Captain. Traffic at the gate.","Who are you?"]}`,
 			Operation:   "setOpeningLines",
@@ -57,11 +51,9 @@ func authoringTools() []Tool {
 			Name:    "update_card_profile",
 			Toolset: ToolsetAuthoring,
 			Title:   "Update a card's profile",
-			Description: "Update a card's basic profile and return the updated card. " +
-				"The fields are roleName, roleDesc (the short description shown in listings), tags, language, " +
-				"contentRatingIntent, avatarImageId and backgroundImageId. Fields you send replace the stored values " +
-				"(tags is replaced as a whole list); fields you leave out are kept; \"\" clears an image. " +
-				"Image ids come from upload_image with the matching purpose (avatar or background).\n\n" +
+			Description: "Update a card's basic profile and return the updated card. Fields you send replace the stored ones (tags " +
+				"as a whole list); fields left out are kept; \"\" clears an image. Image ids come from upload_image with " +
+				"the matching purpose.\n\n" +
 				`Example: {"roleId":"r_8f2c1a","roleDesc":"A smuggler captain with a debt to pay.","tags":["sci-fi","adventure"]}`,
 			Operation:   "updateCardProfile",
 			Annotations: replaceHints(),
@@ -76,10 +68,8 @@ func authoringTools() []Tool {
 			Name:    "write_card_document",
 			Toolset: ToolsetAuthoring,
 			Title:   "Write a card's text sections",
-			Description: "Write a card's long text sections in one call. " +
-				"sections may hold description, personality, scenario, exampleDialogue, systemPrompt, " +
-				"postHistoryInstructions and creatorNotes. A section you send replaces its stored text; a section you leave " +
-				"out keeps its text; \"\" clears it. validate_card says which sections the service requires before publishing.\n\n" +
+			Description: "Write a card's long text sections in one call. A section you send replaces its text; a section left out " +
+				"keeps it; \"\" clears it. validate_card says which sections the service requires.\n\n" +
 				`Example: {"roleId":"r_8f2c1a","sections":{"description":"Mira Vale captains the freighter Kestrel.",` +
 				`"personality":"Dry, loyal, reckless when cornered.","scenario":"The player boards the Kestrel as a new pilot."}}`,
 			Operation:   "writeCardDocument",
@@ -122,12 +112,10 @@ func authoringTools() []Tool {
 			Name:    "publish_card",
 			Toolset: ToolsetAuthoring,
 			Title:   "Publish a card for review",
-			Description: "Submit a card for review, after checking that it is ready. " +
-				"The tool first runs the validate_card check: when the card has errors nothing is submitted, and the result " +
-				"(error validation_failed) lists the issues to fix. Publish only when the user asks for it. A card that is " +
-				"already waiting for review is refused with conflict. When the client supports elicitation, the user is asked to " +
-				"confirm first; if they decline, nothing is submitted (error declined). Reports progress (2 steps) when the client " +
-				"asks for it.\n\n" +
+			Description: "Submit a card for review; only when the user asks for it. It runs the validate_card check first: with " +
+				"errors nothing is submitted and the result (validation_failed) lists them. A card already waiting for " +
+				"review is refused with conflict. A client with elicitation asks the user to confirm; declined submits " +
+				"nothing (declined). Reports progress (2 steps).\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation: "publishCard",
 			Check:     "get_card",
@@ -145,11 +133,10 @@ func authoringTools() []Tool {
 			Name:    "upload_image",
 			Toolset: ToolsetAuthoring,
 			Title:   "Upload an image",
-			Description: "Upload an avatar or background image and return its imageId, URL and size. " +
-				"Send the bytes as standard base64 in dataBase64 (cardwriter-mcp takes at most 8 MiB decoded; the service may " +
-				"refuse smaller files, and says why) and their contentType (one of those the schema lists; it must match the " +
-				"bytes). Give roleId to list the image on that card's author page. Then put it on the card with " +
-				"update_card_profile (avatarImageId or backgroundImageId, matching the purpose). Each call stores a new image.\n\n" +
+			Description: "Upload an avatar or background image and return its imageId, URL and size. Send the bytes as standard " +
+				"base64 in dataBase64 (at most 8 MiB decoded here; the service may refuse smaller files and says why) with " +
+				"the contentType that matches them. roleId lists the image on that card's author page. Put it on the card " +
+				"with update_card_profile (avatarImageId or backgroundImageId). Each call stores a new image.\n\n" +
 				`Example: {"purpose":"avatar","roleId":"r_8f2c1a","contentType":"image/png","dataBase64":"iVBORw0KGgoAAAANSUhEUgAA..."}`,
 			Operation:   "uploadImage",
 			Check:       "list_card_assets",

@@ -9,13 +9,10 @@ func cardTools() []Tool {
 			Name:    "get_card",
 			Toolset: ToolsetCards,
 			Title:   "Get a card",
-			Description: "Get one card's full detail by roleId. " +
-				"Returns roleName, roleDesc (the short description), roleWelcome (the character's first message), " +
-				"welcomeAlternates (alternate first messages the player can pick instead), prologue (suggested first lines " +
-				"for the PLAYER to say; they fill the player's input box and are never sent as the character), the profile " +
-				"fields, the text sections (description, personality, scenario, ...), roleVisibility and reviewStatus. " +
-				"Use it to see what is stored before changing a card, or to check a write. " +
-				"A roleId that is not one of your cards gives a not-found error.\n\n" +
+			Description: "Get one card's full detail by roleId. It has roleName, roleDesc (short description), roleWelcome (the " +
+				"character's first message), welcomeAlternates (alternate first messages), prologue (suggested lines for " +
+				"the PLAYER to say, never sent as the character), the profile fields, the text sections, roleVisibility " +
+				"and reviewStatus. Use it before changing a card, or to check a write.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation:   "getCard",
 			Preview:     previewOfCard,

@@ -43,16 +43,13 @@ func trialTools() []Tool {
 			Name:    "upsert_trial_card",
 			Toolset: ToolsetTrial,
 			Title:   "Create or update a trial card",
-			Description: "Create or update a trial card under a clientKey you choose. " +
-				"card is a full replacement: send every field you want to keep, sections included (a section or field left " +
-				"out is not kept; roleName is required; roleDesc, roleWelcome, welcomeAlternates, prologue and sections are " +
-				"optional). Re-sending the same clientKey updates that trial. Here the alternate first messages are called " +
-				"welcomeAlternates (set_opening_lines calls the same list alternates). prologue lines are suggestions for the " +
-				"PLAYER to say, never sent as the character. worldbook.entries, when given, replaces all of the trial's " +
-				"worldbook entries (each needs name, content and keywords); leaving worldbook out keeps them. " +
-				"The number of live trials is limited (the result's slots.used of slots.max): when all slots are used, a new " +
-				"key is refused, so delete one with delete_trial_card or reuse a key. The result's expiresAt says how long " +
-				"this trial lives, and changed lists the card fields that differ from the previous upsert.\n\n" +
+			Description: "Create or update a trial card under a clientKey you choose (the same key updates it). card is a full " +
+				"replacement: send every field to keep, sections included. welcomeAlternates here is the list " +
+				"set_opening_lines calls alternates; prologue lines are for the PLAYER to say, never sent as the " +
+				"character. worldbook.entries, when given, replaces all the trial's entries (each needs name, content and " +
+				"keywords); left out, they are kept. Live trials are limited (slots.used of slots.max): when all are used " +
+				"a new key is refused, so delete one with delete_trial_card or reuse a key. expiresAt says how long it " +
+				"lives; changed lists the fields that differ from the last upsert.\n\n" +
 				`Example: {"clientKey":"mira-draft","card":{"roleName":"Captain Mira Vale",` +
 				`"roleWelcome":"\"You're late, pilot.\"","prologue":["Sorry, Captain."],` +
 				`"sections":{"description":"Mira Vale captains the freighter Kestrel."}},` +

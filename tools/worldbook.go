@@ -26,11 +26,10 @@ func worldbookTools() []Tool {
 			Name:    "create_worldbook",
 			Toolset: ToolsetWorldbook,
 			Title:   "Create a worldbook",
-			Description: "Create an empty worldbook and return its worldbookId. " +
-				"name is required; description and tags are optional. format is native (the default: entries have " +
-				"matchOptions null) or tavern (SillyTavern-style: every entry needs a full matchOptions object); no tool " +
-				"changes it later. Then add entries and bind it to a card with write_worldbook_document. Each call creates " +
-				"a new worldbook.\n\n" +
+			Description: "Create an empty worldbook and return its worldbookId. format is native (the default; entries have " +
+				"matchOptions null) or tavern (SillyTavern-style; every entry has a full matchOptions object), and stays " +
+				"as created. Add entries and bind it to a card with write_worldbook_document. Each call creates a new " +
+				"worldbook.\n\n" +
 				`Example: {"name":"The Kestrel's Sector","description":"Places, factions and ships around the Kestrel.","tags":["sci-fi"]}`,
 			Operation:   "createWorldbook",
 			Check:       "list_worldbooks",
@@ -87,17 +86,14 @@ func worldbookTools() []Tool {
 			Name:    "write_worldbook_document",
 			Toolset: ToolsetWorldbook,
 			Title:   "Write a worldbook",
-			Description: "Write a worldbook's metadata, entries and card binding in one call, as one document. " +
-				"metadata {name, description, tags} replaces the fields you send. entries is a list of operations, at most " +
-				"500 per call, each with op: " +
-				"create needs name, content and keywords (no entryId); fields you leave out take the service's defaults " +
-				"(list_worldbook_entries shows them; matchOptions is null for a native worldbook, {caseSensitive, " +
-				"matchWholeWords, selectiveLogic} for a tavern one). " +
-				"update needs entryId and replaces only the fields you send. delete takes op and entryId only, and removes " +
-				"the entry. keywords trigger an entry; secondaryKeywords are an AND gate (a main keyword and one of these must " +
-				"both appear). binding {roleId} binds the worldbook to a card. If the call is refused (an unknown entryId, for " +
-				"example), the error's message and detail name the failing op when the service says which; check with " +
-				"list_worldbook_entries what was written before sending it again. Returns the new entryIds (createdEntryIds, in the order of the create ops) and the counts.\n\n" +
+			Description: "Write a worldbook's metadata, entries and card binding in one call. metadata replaces the fields you " +
+				"send. entries are operations, at most 500 per call: create needs name, content and keywords, the rest " +
+				"takes the service's defaults (matchOptions null for a native worldbook, {caseSensitive, matchWholeWords, " +
+				"selectiveLogic} for a tavern one); update needs entryId and replaces only the fields you send; delete " +
+				"takes entryId only. keywords trigger an entry; secondaryKeywords are an AND gate (a main keyword and one " +
+				"of these must both appear). binding {roleId} binds the worldbook to a card. A refusal names the failing " +
+				"op when the service says which; check list_worldbook_entries before sending again. Returns " +
+				"createdEntryIds (in the order of the create ops) and counts.\n\n" +
 				`Example: {"worldbookId":"wb_41d0e7","entries":[{"op":"create","name":"The Kestrel",` +
 				`"content":"A battered freighter, Mira's ship and home.","keywords":["Kestrel","the ship"]},` +
 				`{"op":"update","entryId":"e_2b9c","priority":5},{"op":"delete","entryId":"e_77a1"}],"binding":{"roleId":"r_8f2c1a"}}`,
