@@ -18,7 +18,6 @@ package proxy
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"errors"
 	"net/http"
@@ -31,6 +30,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
+	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 )
 
 const (
@@ -60,7 +60,7 @@ func (s *Server) browserID(w http.ResponseWriter, r *http.Request) string {
 	if c, err := r.Cookie(s.cookieName(browserCookie)); err == nil && len(c.Value) == 43 {
 		return c.Value
 	}
-	v := newSecret("")
+	v := oauthserver.NewSecret("")
 	s.setCookie(w, browserCookie, v, browserCookieTTL)
 	return v
 }
@@ -69,7 +69,7 @@ func (s *Server) browserID(w http.ResponseWriter, r *http.Request) string {
 // is bound to.
 func (s *Server) sameBrowser(r *http.Request, ar *AuthRequest) bool {
 	c, err := r.Cookie(s.cookieName(browserCookie))
-	return err == nil && ar.Browser != "" && digest(c.Value) == ar.Browser
+	return err == nil && ar.Browser != "" && oauthserver.Digest(c.Value) == ar.Browser
 }
 
 // signedInUser returns the user of the browser's user cookie: the card service user who
@@ -106,21 +106,7 @@ func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirectURI 
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Referrer-Policy", "no-referrer")
-	http.Redirect(w, r, withQuery(redirectURI, params), http.StatusFound)
-}
-
-// withQuery adds params to the query of uri, keeping the query it has.
-func withQuery(uri string, params url.Values) string {
-	u, err := url.Parse(uri)
-	if err != nil {
-		return uri
-	}
-	q := u.Query()
-	for k, v := range params {
-		q[k] = v
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
+	http.Redirect(w, r, oauthserver.WithQuery(redirectURI, params), http.StatusFound)
 }
 
 func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
@@ -168,29 +154,16 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		}
 		s.redirectTo(w, r, redirectURI, params)
 	}
-	for k, vs := range q {
-		if len(vs) > 1 {
-			fail("invalid_request", "The parameter "+k+" is given more than once.")
-			return
-		}
-	}
-	switch rt := q.Get("response_type"); {
-	case rt == "":
-		fail("invalid_request", "response_type is required and must be code.")
-		return
-	case rt != "code":
-		fail("unsupported_response_type", "Only response_type=code is supported.")
+	if k := oauthserver.RepeatedParam(q); k != "" {
+		fail("invalid_request", "The parameter "+k+" is given more than once.")
 		return
 	}
-	switch m := q.Get("code_challenge_method"); {
-	case m == "" || q.Get("code_challenge") == "":
-		fail("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256.")
+	if e := oauthserver.CheckResponseType(q); e != nil {
+		fail(e.Code, e.Description)
 		return
-	case m != "S256":
-		fail("invalid_request", "code_challenge_method must be S256.")
-		return
-	case !validChallenge(q.Get("code_challenge")):
-		fail("invalid_request", "code_challenge must be the base64url (no padding) SHA-256 of the code verifier: 43 characters.")
+	}
+	if e := oauthserver.CheckChallenge(q); e != nil {
+		fail(e.Code, e.Description)
 		return
 	}
 	resource, ok := s.acceptedResource(q.Get("resource"))
@@ -212,14 +185,14 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	ar := &AuthRequest{ID: newSecret(""), ClientID: c.ID, RedirectURI: redirectURI, Scope: scope, Resource: resource,
+	ar := &AuthRequest{ID: oauthserver.NewSecret(""), ClientID: c.ID, RedirectURI: redirectURI, Scope: scope, Resource: resource,
 		State: state, Challenge: q.Get("code_challenge"), Expires: now.Add(s.opts.RequestTTL)}
 
 	// Consent is remembered per user, client and redirect URI; the user is known from the
 	// browser's signed user cookie. Without it, the person at the browser decides.
 	if user := s.signedInUser(r); user != "" {
-		if cs, err := s.store.GetConsent(ctx, user, c.ID, redirectURI); err == nil && coversScope(cs.Scope, scope) {
-			ar.Browser = digest(s.browserID(w, r))
+		if cs, err := s.store.GetConsent(ctx, user, c.ID, redirectURI); err == nil && oauthserver.CoversScope(cs.Scope, scope) {
+			ar.Browser = oauthserver.Digest(s.browserID(w, r))
 			ar.RememberedFor = user
 			s.log.Info("authorization: consent remembered", "client_id", c.ID, "user", user)
 			s.toUpstream(w, r, ar)
@@ -238,45 +211,10 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 // else was asked for (RFC 6749 section 3.3 lets the server grant less). It fails when the
 // client registered a scope without it.
 func grantedScope(_ string, registered string) (string, bool) {
-	if registered != "" && !coversScope(registered, Scope) {
+	if registered != "" && !oauthserver.CoversScope(registered, Scope) {
 		return "", false
 	}
 	return Scope, true
-}
-
-// coversScope reports whether granted holds every scope of want.
-func coversScope(granted, want string) bool {
-	for _, w := range strings.Fields(want) {
-		if !slices.Contains(strings.Fields(granted), w) {
-			return false
-		}
-	}
-	return true
-}
-
-func validChallenge(c string) bool {
-	if len(c) != 43 {
-		return false
-	}
-	_, err := base64.RawURLEncoding.DecodeString(c)
-	return err == nil
-}
-
-func validVerifier(v string) bool {
-	if len(v) < 43 || len(v) > 128 {
-		return false
-	}
-	for _, c := range v {
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~", c)) {
-			return false
-		}
-	}
-	return true
-}
-
-func pkceS256(verifier string) string {
-	sum := sha256.Sum256([]byte(verifier))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
 }
 
 func (s *Server) expiredPage(w http.ResponseWriter) {
@@ -319,13 +257,13 @@ func (s *Server) consentPage(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case ar.Browser == "":
 		// The first browser that opens the request owns it.
-		ar.Browser = digest(bid)
+		ar.Browser = oauthserver.Digest(bid)
 		if err := s.store.PutRequest(ctx, ar); err != nil {
 			s.log.Error("proxy: store an authorization request", "err", err)
 			s.errorPage(w, http.StatusInternalServerError, "Error", "The server could not store the request.")
 			return
 		}
-	case digest(bid) != ar.Browser:
+	case oauthserver.Digest(bid) != ar.Browser:
 		s.errorPage(w, http.StatusForbidden, "Request refused", "This authorization request belongs to another browser. Go back to your application and connect again.")
 		return
 	}
@@ -351,11 +289,11 @@ func (s *Server) consentPage(w http.ResponseWriter, r *http.Request) {
 // browsers send in some contexts, is left to the CSRF token).
 func (s *Server) formFromSite(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 	if o := r.Header.Get("Origin"); o != "" && o != "null" {
-		if co, ok := canonicalResource(o); !ok || co != s.issuer {
+		if co, ok := oauthserver.CanonicalResource(o); !ok || co != s.issuer {
 			return nil, false
 		}
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, oauthserver.MaxBodyBytes)
 	if err := r.ParseForm(); err != nil {
 		return nil, false
 	}
@@ -419,10 +357,10 @@ func (s *Server) toUpstream(w http.ResponseWriter, r *http.Request, ar *AuthRequ
 		return
 	}
 	verifier := oauth2.GenerateVerifier()
-	state := newSecret("")
+	state := oauthserver.NewSecret("")
 	ar.Upstream = s.keys.seal([]byte(verifier), "request:"+ar.ID)
 	if err := s.store.PutRequest(ctx, ar); err == nil {
-		err = s.store.PutSecret(ctx, digest(state), &Secret{Kind: KindState, RequestID: ar.ID, ClientID: ar.ClientID, Expires: ar.Expires})
+		err = s.store.PutSecret(ctx, oauthserver.Digest(state), &Secret{Kind: KindState, RequestID: ar.ID, ClientID: ar.ClientID, Expires: ar.Expires})
 	}
 	if err != nil {
 		s.log.Error("proxy: store an authorization request", "err", err)
@@ -453,14 +391,14 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The state is single use: whatever happens next, it is spent.
-	sec, err := s.store.UseSecret(ctx, digest(state))
+	sec, err := s.store.UseSecret(ctx, oauthserver.Digest(state))
 	if err != nil || sec.Kind != KindState || sec.Used || !s.now().Before(sec.Expires) {
 		s.log.Warn("callback refused: unknown, replayed or expired state")
 		s.errorPage(w, http.StatusBadRequest, "Unknown sign-in",
 			"This answer does not belong to a sign-in in progress (its state is unknown, expired or already used), so it was ignored. Go back to your application and connect again.")
 		return
 	}
-	_ = s.store.DeleteSecret(ctx, digest(state))
+	_ = s.store.DeleteSecret(ctx, oauthserver.Digest(state))
 	ar, err := s.store.TakeRequest(ctx, sec.RequestID)
 	if err != nil || !s.now().Before(ar.Expires) || ar.Upstream == "" {
 		s.expiredPage(w)
@@ -477,7 +415,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 			params.Set("state", ar.State)
 		}
 		params.Set("iss", s.issuer)
-		s.returnPage(w, withQuery(ar.RedirectURI, params), message)
+		s.returnPage(w, oauthserver.WithQuery(ar.RedirectURI, params), message)
 	}
 	md, err := s.up.metadata(ctx)
 	if err != nil {
@@ -537,7 +475,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	if ar.RememberedFor != "" && me.UserID != ar.RememberedFor {
 		// The consent that let the request skip the page was another user's.
-		if cs, err := s.store.GetConsent(ctx, me.UserID, ar.ClientID, ar.RedirectURI); err != nil || !coversScope(cs.Scope, ar.Scope) {
+		if cs, err := s.store.GetConsent(ctx, me.UserID, ar.ClientID, ar.RedirectURI); err != nil || !oauthserver.CoversScope(cs.Scope, ar.Scope) {
 			s.log.Warn("authorization refused: signed in as another user than the one whose consent was remembered", "client_id", ar.ClientID, "user", me.UserID)
 			s.up.revoke(ctx, toks)
 			s.clearCookie(w, userCookie)
@@ -555,10 +493,10 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	g := &Grant{ID: newID("g_"), ClientID: ar.ClientID, UserID: me.UserID, Nickname: me.Nickname, Scope: ar.Scope,
 		Resource: ar.Resource, Created: now.UTC()}
 	s.sealTokens(g, toks)
-	ourCode := newSecret(codePrefix)
+	ourCode := oauthserver.NewSecret(codePrefix)
 	err = s.store.PutGrant(ctx, g)
 	if err == nil {
-		err = s.store.PutSecret(ctx, digest(ourCode), &Secret{Kind: KindCode, GrantID: g.ID, ClientID: ar.ClientID, Scope: ar.Scope,
+		err = s.store.PutSecret(ctx, oauthserver.Digest(ourCode), &Secret{Kind: KindCode, GrantID: g.ID, ClientID: ar.ClientID, Scope: ar.Scope,
 			Resource: ar.Resource, RedirectURI: ar.RedirectURI, Challenge: ar.Challenge, Expires: now.Add(s.opts.CodeTTL)})
 	}
 	if err != nil {

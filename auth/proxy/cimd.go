@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 )
 
 // Client ID Metadata Documents (the MCP authorization spec's preferred client registration
@@ -142,7 +144,7 @@ func (m *cimdClients) fetch(ctx context.Context, id string) (*Client, error) {
 		return nil, errors.New("the client metadata document asks for a token endpoint authentication this server does not offer (only none)")
 	}
 	for _, r := range doc.RedirectURIs {
-		if err := checkRedirectURI(r); err != nil {
+		if err := oauthserver.CheckRedirectURI(r, isLoopbackHost); err != nil {
 			return nil, fmt.Errorf("the client metadata document's redirect URI %q: %w", r, err)
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
+	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
@@ -201,7 +202,7 @@ type authRequest struct {
 
 func (c *client) newRequest() *authRequest {
 	v := oauth2.GenerateVerifier()
-	ar := &authRequest{verifier: v, state: newSecret("")}
+	ar := &authRequest{verifier: v, state: oauthserver.NewSecret("")}
 	ar.params = url.Values{
 		"response_type": {"code"}, "client_id": {c.id}, "redirect_uri": {c.redirectURI}, "state": {ar.state},
 		"code_challenge": {oauth2.S256ChallengeFromVerifier(v)}, "code_challenge_method": {"S256"},

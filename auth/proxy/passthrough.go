@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
@@ -86,7 +87,7 @@ func NewPassthrough(opts PassthroughOptions) (*Passthrough, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proxy: the card service: %w", err)
 	}
-	issuer, _ := canonicalResource(u.Scheme + "://" + u.Host)
+	issuer, _ := oauthserver.CanonicalResource(u.Scheme + "://" + u.Host)
 	return &Passthrough{public: pub, issuer: issuer, resource: resource, api: api,
 		sessions: newSessionOwners(opts.Sessions, opts.SessionIdleTTL), log: opts.Logger, now: opts.Now, known: map[string]knownToken{}}, nil
 }
@@ -144,7 +145,7 @@ func (p *Passthrough) Sweep() {
 }
 
 func (p *Passthrough) authenticate(r *http.Request, token string) (*Principal, upstream.TokenSource, *authFailure) {
-	d := digest(token)
+	d := oauthserver.Digest(token)
 	now := p.now()
 	p.mu.Lock()
 	k, ok := p.known[d]

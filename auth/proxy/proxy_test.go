@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
@@ -325,7 +326,7 @@ func TestReplayedState(t *testing.T) {
 	// A forged state is refused.
 	forged := *cb
 	q := forged.Query()
-	q.Set("state", newSecret(""))
+	q.Set("state", oauthserver.NewSecret(""))
 	forged.RawQuery = q.Encode()
 	if p, _ := b.Get(forged.String()); p.Status != http.StatusBadRequest {
 		t.Errorf("forged state: %d", p.Status)
@@ -447,9 +448,9 @@ func TestUpstreamRefreshAndFailure(t *testing.T) {
 	// the request gets a 401.
 	e.clock.Advance(31 * 24 * time.Hour)
 	// Our access token has expired too by now; use a fresh one of the same grant.
-	fresh := newSecret(accessPrefix)
+	fresh := oauthserver.NewSecret(accessPrefix)
 	e.secrets.Add(fresh)
-	if err := e.store.PutSecret(context.Background(), digest(fresh), &Secret{Kind: KindAccess, GrantID: g.ID, ClientID: c.id, Scope: Scope,
+	if err := e.store.PutSecret(context.Background(), oauthserver.Digest(fresh), &Secret{Kind: KindAccess, GrantID: g.ID, ClientID: c.id, Scope: Scope,
 		Resource: e.url + "/mcp", Expires: e.clock.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +482,7 @@ func onlyGrant(t *testing.T, e *env) *Grant {
 func TestAccessTokenNeverOutlivesUpstream(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	now := e.clock.Now()
-	c := &Client{ID: "mcpc_x", GrantTypes: supportedGrantTypes}
+	c := &Client{ID: "mcpc_x", GrantTypes: oauthserver.GrantTypes}
 	g := &Grant{ID: "g_x", Scope: Scope, Resource: e.url + "/mcp", UpstreamExpiry: now.Add(5 * time.Minute)}
 	resp, ge := e.srv.issueTokens(context.Background(), c, g, Scope)
 	if ge != nil {
@@ -507,7 +508,7 @@ func TestSessionBelongsToItsUser(t *testing.T) {
 		t.Fatalf("initialize: %d %q", status, sid)
 	}
 	// A second user, with a grant of their own at the card service.
-	otherUpstream := newSecret("sb_")
+	otherUpstream := oauthserver.NewSecret("sb_")
 	e.secrets.Add(otherUpstream)
 	otherUser := e.sb.AddUser(otherUpstream, "Other Author")
 	g := &Grant{ID: newID("g_"), ClientID: c.id, UserID: otherUser, Scope: Scope, Resource: e.url + "/mcp", Created: e.clock.Now(), Active: true}
@@ -515,9 +516,9 @@ func TestSessionBelongsToItsUser(t *testing.T) {
 	if err := e.store.PutGrant(context.Background(), g); err != nil {
 		t.Fatal(err)
 	}
-	otherAccess := newSecret(accessPrefix)
+	otherAccess := oauthserver.NewSecret(accessPrefix)
 	e.secrets.Add(otherAccess)
-	if err := e.store.PutSecret(context.Background(), digest(otherAccess), &Secret{Kind: KindAccess, GrantID: g.ID, ClientID: c.id,
+	if err := e.store.PutSecret(context.Background(), oauthserver.Digest(otherAccess), &Secret{Kind: KindAccess, GrantID: g.ID, ClientID: c.id,
 		Scope: Scope, Resource: e.url + "/mcp", Expires: e.clock.Now().Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
@@ -94,7 +95,7 @@ func (s *Server) authenticate(r *http.Request, token string) (*Principal, upstre
 	bad := func(reason string) (*Principal, upstream.TokenSource, *authFailure) {
 		return nil, nil, &authFailure{status: http.StatusUnauthorized, token: true, reason: reason}
 	}
-	sec, err := s.store.GetSecret(ctx, digest(token))
+	sec, err := s.store.GetSecret(ctx, oauthserver.Digest(token))
 	switch {
 	case errors.Is(err, ErrNotFound) || (err == nil && sec.Kind != KindAccess):
 		return bad("The access token is unknown or revoked.")
@@ -103,7 +104,7 @@ func (s *Server) authenticate(r *http.Request, token string) (*Principal, upstre
 		return nil, nil, &authFailure{status: http.StatusServiceUnavailable, token: true, reason: "The token could not be checked."}
 	case !s.now().Before(sec.Expires):
 		return bad("The access token has expired.")
-	case !coversScope(sec.Scope, Scope):
+	case !oauthserver.CoversScope(sec.Scope, Scope):
 		return bad("The access token lacks the scope " + Scope + ".")
 	}
 	if _, ok := s.acceptedResource(sec.Resource); !ok {

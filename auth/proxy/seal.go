@@ -153,22 +153,9 @@ func (k *keys) verify(got string, parts ...string) bool {
 	return got != "" && hmac.Equal([]byte(got), []byte(k.sign(parts...)))
 }
 
-// newSecret returns 256 random bits, base64url, after prefix.
-func newSecret(prefix string) string {
-	var b [32]byte
-	_, _ = rand.Read(b[:])
-	return prefix + base64.RawURLEncoding.EncodeToString(b[:])
-}
-
 // newID returns a short random identifier (not a secret) after prefix.
 func newID(prefix string) string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
-}
-
-// digest is how a code or token is stored: its SHA-256, hex.
-func digest(v string) string {
-	sum := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(sum[:])
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
+	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
@@ -41,12 +42,8 @@ const (
 	registerPath     = "/register"
 	tokenPath        = "/token"
 	revokePath       = "/revoke"
-	maxFormBytes     = 64 << 10
 	maxClients       = 10000 // registered clients kept at once
 	maxRequests      = 10000 // authorization requests in progress at once
-	maxClientName    = 200
-	maxRedirectURIs  = 20
-	maxURILength     = 2000
 	sweepInterval    = time.Minute
 	upstreamLeeway   = 30 * time.Second // the card service's access token is refreshed this long before it expires
 	userCookieTTL    = 30 * 24 * time.Hour
@@ -204,7 +201,7 @@ func (s *Server) ResourceMetadataURL() string { return s.issuer + prmPath + MCPP
 // acceptedResource reports whether a resource indicator names this server: its MCP endpoint
 // (the canonical one) or its origin (what clients that read the root metadata send).
 func (s *Server) acceptedResource(raw string) (string, bool) {
-	r, ok := canonicalResource(raw)
+	r, ok := oauthserver.CanonicalResource(raw)
 	if !ok {
 		return "", false
 	}
@@ -257,33 +254,19 @@ func (s *Server) protectedResourceMetadata(w http.ResponseWriter, r *http.Reques
 		// derived from, the origin.
 		resource = s.issuer
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
-		"resource":                 resource,
-		"authorization_servers":    []string{s.issuer},
-		"scopes_supported":         []string{Scope},
-		"bearer_methods_supported": []string{"header"},
-		"resource_name":            "cardwriter-mcp: author role-play cards on the card service",
-	})
+	writeJSON(w, http.StatusOK, oauthserver.ProtectedResourceMetadata(resource, s.issuer, []string{Scope},
+		"cardwriter-mcp: author role-play cards on the card service"))
 }
 
 func (s *Server) authorizationServerMetadata(w http.ResponseWriter, _ *http.Request) {
 	iss := s.issuer
-	writeJSON(w, http.StatusOK, map[string]any{
-		"issuer":                                         iss,
-		"authorization_endpoint":                         iss + authorizePath,
-		"token_endpoint":                                 iss + tokenPath,
-		"registration_endpoint":                          iss + registerPath,
-		"revocation_endpoint":                            iss + revokePath,
-		"scopes_supported":                               []string{Scope},
-		"response_types_supported":                       []string{"code"},
-		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
-		"code_challenge_methods_supported":               []string{"S256"},
-		"client_id_metadata_document_supported":          true,
-		"token_endpoint_auth_methods_supported":          []string{"none"},
-		"revocation_endpoint_auth_methods_supported":     []string{"none"},
-		"authorization_response_iss_parameter_supported": true,
-	})
+	writeJSON(w, http.StatusOK, oauthserver.AuthorizationServerMetadata(oauthserver.Endpoints{
+		Issuer:        iss,
+		Authorization: iss + authorizePath,
+		Token:         iss + tokenPath,
+		Registration:  iss + registerPath,
+		Revocation:    iss + revokePath,
+	}, []string{Scope}, true))
 }
 
 // sweeper drops expired state every minute, revoking at the card service the grants it drops.
@@ -373,28 +356,11 @@ func CanonicalOrigin(raw string) (string, error) {
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" || strings.Trim(u.Path, "/") != "" {
 		return "", fmt.Errorf("%q must be an origin (scheme://host[:port]) without a path, query or fragment", raw)
 	}
-	c, _ := canonicalResource(u.Scheme + "://" + u.Host)
+	c, _ := oauthserver.CanonicalResource(u.Scheme + "://" + u.Host)
 	if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
 		return "", fmt.Errorf("%q: use https (http is allowed on a loopback host only)", raw)
 	}
 	return c, nil
-}
-
-// canonicalResource normalises a resource indicator (RFC 8707): absolute, no fragment or user
-// info; scheme and host in lower case, default port and trailing slash dropped.
-func canonicalResource(raw string) (string, bool) {
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" || u.User != nil || strings.Contains(raw, "#") {
-		return "", false
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	u.Host = strings.ToLower(u.Host)
-	if p := u.Port(); (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
-		u.Host = strings.TrimSuffix(u.Host, ":"+p)
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	u.RawPath = ""
-	return u.String(), true
 }
 
 func isLoopbackHost(h string) bool {
@@ -412,22 +378,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if err != nil {
 		status, data = http.StatusInternalServerError, []byte(`{"error":"server_error"}`)
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(data)
+	oauthserver.WriteJSON(w, status, data)
 }
 
 // writeOAuthError writes an RFC 6749 error answer.
 func writeOAuthError(w http.ResponseWriter, status int, code, desc string) {
-	body := map[string]string{"error": code}
-	if desc != "" {
-		body["error_description"] = desc
-	}
-	writeJSON(w, status, body)
+	writeJSON(w, status, &oauthserver.Error{Status: status, Code: code, Description: desc})
 }
 
 // client returns the client a client_id names: the metadata document it points at when it is an
