@@ -13,22 +13,15 @@ package sandbox
 
 import (
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
 
@@ -40,28 +33,21 @@ const (
 )
 
 const (
-	asMetadataPath  = "/.well-known/oauth-authorization-server"
-	prmPath         = "/.well-known/oauth-protected-resource" + apiPrefix
-	authorizePath   = "/oauth/authorize"
-	loginPath       = "/oauth/login"
-	consentPath     = "/oauth/consent"
-	registerPath    = "/oauth/register"
-	tokenPath       = "/oauth/token"
-	revokePath      = "/oauth/revoke"
-	authRequestTTL  = 10 * time.Minute // a pending authorization request (sign-in and consent) must finish within this
-	sessionTTL      = 12 * time.Hour   // a signed-in browser session; an anonymous one lasts authRequestTTL
-	maxPending      = 10000            // pending authorization requests, and browser sessions, kept at once
-	usedCodeKept    = 10 * time.Minute // a used code is remembered this long past its expiry, to revoke on reuse
-	maxFormBytes    = 64 << 10
-	maxClientName   = 200
-	maxRedirectURIs = 20
-	maxURILength    = 2000
+	asMetadataPath = "/.well-known/oauth-authorization-server"
+	prmPath        = "/.well-known/oauth-protected-resource" + apiPrefix
+	authorizePath  = "/oauth/authorize"
+	loginPath      = "/oauth/login"
+	consentPath    = "/oauth/consent"
+	registerPath   = "/oauth/register"
+	tokenPath      = "/oauth/token"
+	revokePath     = "/oauth/revoke"
+	authRequestTTL = 10 * time.Minute // a pending authorization request (sign-in and consent) must finish within this
+	sessionTTL     = 12 * time.Hour   // a signed-in browser session; an anonymous one lasts authRequestTTL
+	maxPending     = 10000            // pending authorization requests, and browser sessions, kept at once
+	usedCodeKept   = 10 * time.Minute // a used code is remembered this long past its expiry, to revoke on reuse
 )
 
-var (
-	supportedScopes     = []string{cardScope}
-	supportedGrantTypes = []string{"authorization_code", "refresh_token"}
-)
+var supportedScopes = []string{cardScope}
 
 // oauthDefaults fills the OAuth lifetimes of Options and refuses negative ones.
 func (o *Options) oauthDefaults() error {
@@ -321,7 +307,7 @@ func (s *Service) issuer() string { return s.opts.BaseURL }
 
 // resourceID is the canonical resource indicator of the API: {base_url}.
 func (s *Service) resourceID() string {
-	r, _ := canonicalResource(s.opts.BaseURL + apiPrefix)
+	r, _ := oauthserver.CanonicalResource(s.opts.BaseURL + apiPrefix)
 	return r
 }
 
@@ -343,8 +329,8 @@ func (s *Service) bearerChallenge(r *http.Request) string {
 // oauthUser returns the user a live OAuth access token acts for, when the token was issued for this
 // API with the scope mcp:card-writer. The caller holds s.mu.
 func (s *Service) oauthUser(token string) (string, bool) {
-	at := s.st.OAuth.AccessTokens[hashSecret(token)]
-	if at == nil || !s.now().Before(at.Expires) || !hasScope(at.Scope, cardScope) {
+	at := s.st.OAuth.AccessTokens[oauthserver.Digest(token)]
+	if at == nil || !s.now().Before(at.Expires) || !oauthserver.CoversScope(at.Scope, cardScope) {
 		return "", false
 	}
 	g := s.st.OAuth.Grants[at.GrantID]
@@ -357,42 +343,23 @@ func (s *Service) oauthUser(token string) (string, bool) {
 func (s *Service) serveASMetadata(w http.ResponseWriter) int {
 	iss := s.issuer()
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	return s.writeOAuthJSON(w, "getAuthorizationServerMetadata", http.StatusOK, map[string]any{
-		"issuer":                                         iss,
-		"authorization_endpoint":                         iss + authorizePath,
-		"token_endpoint":                                 iss + tokenPath,
-		"registration_endpoint":                          iss + registerPath,
-		"revocation_endpoint":                            iss + revokePath,
-		"scopes_supported":                               supportedScopes,
-		"response_types_supported":                       []string{"code"},
-		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          supportedGrantTypes,
-		"code_challenge_methods_supported":               []string{"S256"},
-		"token_endpoint_auth_methods_supported":          []string{"none"},
-		"revocation_endpoint_auth_methods_supported":     []string{"none"},
-		"authorization_response_iss_parameter_supported": true,
-	})
+	return s.writeOAuthJSON(w, "getAuthorizationServerMetadata", http.StatusOK, oauthserver.AuthorizationServerMetadata(oauthserver.Endpoints{
+		Issuer:        iss,
+		Authorization: iss + authorizePath,
+		Token:         iss + tokenPath,
+		Registration:  iss + registerPath,
+		Revocation:    iss + revokePath,
+	}, supportedScopes, false))
 }
 
 func (s *Service) servePRMetadata(w http.ResponseWriter) int {
 	w.Header().Set("Access-Control-Allow-Origin", "*")
-	return s.writeOAuthJSON(w, "", http.StatusOK, map[string]any{
-		"resource":                 s.resourceID(),
-		"authorization_servers":    []string{s.issuer()},
-		"scopes_supported":         supportedScopes,
-		"bearer_methods_supported": []string{"header"},
-		"resource_name":            "Card service open API (sandbox)",
-	})
-}
-
-// oauthError is an RFC 6749 / RFC 7591 error response.
-type oauthError struct {
-	Error       string `json:"error"`
-	Description string `json:"error_description,omitempty"`
+	return s.writeOAuthJSON(w, "", http.StatusOK, oauthserver.ProtectedResourceMetadata(s.resourceID(), s.issuer(), supportedScopes,
+		"Card service open API (sandbox)"))
 }
 
 func (s *Service) writeOAuthError(w http.ResponseWriter, op string, status int, code, desc string) int {
-	return s.writeOAuthJSON(w, op, status, oauthError{code, desc})
+	return s.writeOAuthJSON(w, op, status, &oauthserver.Error{Status: status, Code: code, Description: desc})
 }
 
 // writeOAuthJSON writes an OAuth JSON response; with CheckResponses it must match what the contract
@@ -411,16 +378,10 @@ func (s *Service) writeOAuthJSON(w http.ResponseWriter, op string, status int, v
 			}
 			s.log.Error("sandbox: oauth response does not match the contract", "op", op, "status", status, "problems", locs)
 			status = http.StatusInternalServerError
-			data, _ = marshalJSON(oauthError{"server_error", "The sandbox produced a response that does not match the contract: " + strings.Join(locs, "; ")})
+			data, _ = marshalJSON(&oauthserver.Error{Code: "server_error", Description: "The sandbox produced a response that does not match the contract: " + strings.Join(locs, "; ")})
 		}
 	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-	h.Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(data)
+	oauthserver.WriteJSON(w, status, data)
 	return status
 }
 
@@ -463,54 +424,22 @@ func checkOAuthResponse(op string, status int, data []byte) []schema.Problem {
 func (s *Service) register(w http.ResponseWriter, r *http.Request) int {
 	const op = "registerClient"
 	fail := func(code, desc string) int { return s.writeOAuthError(w, op, http.StatusBadRequest, code, desc) }
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		return fail("invalid_client_metadata", "Send the client metadata as JSON with Content-Type: application/json.")
+	in, e := oauthserver.ReadClientMetadata(w, r)
+	if e == nil {
+		e = in.CheckRedirectURIs(isLoopbackHost)
 	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxFormBytes))
-	if err != nil {
-		return fail("invalid_client_metadata", "The client metadata could not be read or is larger than 64 KiB.")
-	}
-	var in struct {
-		RedirectURIs            []string `json:"redirect_uris"`
-		ClientName              *string  `json:"client_name"`
-		TokenEndpointAuthMethod *string  `json:"token_endpoint_auth_method"`
-		GrantTypes              []string `json:"grant_types"`
-		ResponseTypes           []string `json:"response_types"`
-		Scope                   *string  `json:"scope"`
-	}
-	if err := json.Unmarshal(data, &in); err != nil {
-		return fail("invalid_client_metadata", "The client metadata is not a JSON object of the RFC 7591 fields: "+err.Error())
-	}
-	if len(in.RedirectURIs) == 0 {
-		return fail("invalid_redirect_uri", "redirect_uris is required: at least one https URI, or an http URI on a loopback host (127.0.0.1, [::1], localhost).")
-	}
-	if len(in.RedirectURIs) > maxRedirectURIs {
-		return fail("invalid_redirect_uri", fmt.Sprintf("At most %d redirect URIs may be registered.", maxRedirectURIs))
-	}
-	for _, u := range in.RedirectURIs {
-		if err := checkRedirectURI(u); err != nil {
-			return fail("invalid_redirect_uri", err.Error())
-		}
+	if e != nil {
+		return fail(e.Code, e.Description)
 	}
 	if m := in.TokenEndpointAuthMethod; m != nil && *m != "none" {
 		return fail("invalid_client_metadata", "Only public clients can register: token_endpoint_auth_method must be \"none\" (PKCE protects the code).")
 	}
-	grants := in.GrantTypes
-	if grants == nil {
-		grants = supportedGrantTypes
+	grants, e := in.Grants(true)
+	if e == nil {
+		e = in.CheckResponseTypes()
 	}
-	for _, g := range grants {
-		if !slices.Contains(supportedGrantTypes, g) {
-			return fail("invalid_client_metadata", "grant_types may contain only authorization_code and refresh_token.")
-		}
-	}
-	if !slices.Contains(grants, "authorization_code") {
-		return fail("invalid_client_metadata", "grant_types must contain authorization_code.")
-	}
-	for _, rt := range in.ResponseTypes {
-		if rt != "code" {
-			return fail("invalid_client_metadata", "response_types may contain only code.")
-		}
+	if e != nil {
+		return fail(e.Code, e.Description)
 	}
 	scope := ""
 	if in.Scope != nil {
@@ -520,17 +449,14 @@ func (s *Service) register(w http.ResponseWriter, r *http.Request) int {
 		}
 		scope = strings.Join(list, " ")
 	}
-	name := ""
-	if in.ClientName != nil {
-		name = strings.TrimSpace(*in.ClientName)
-		if len(name) > maxClientName || strings.ContainsFunc(name, isControl) {
-			return fail("invalid_client_metadata", fmt.Sprintf("client_name must be at most %d bytes of printable text.", maxClientName))
-		}
+	name, e := in.Name()
+	if e != nil {
+		return fail(e.Code, e.Description)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := &oauthClient{ID: newID("c_"), Name: name, RedirectURIs: slices.Clone(in.RedirectURIs),
-		GrantTypes: dedupe(grants), Scope: scope, IssuedAt: s.now().Unix()}
+		GrantTypes: grants, Scope: scope, IssuedAt: s.now().Unix()}
 	for s.st.OAuth.Clients[c.ID] != nil {
 		c.ID = newID("c_")
 	}
@@ -541,71 +467,13 @@ func (s *Service) register(w http.ResponseWriter, r *http.Request) int {
 		return s.writeOAuthError(w, op, http.StatusInternalServerError, "server_error", "The sandbox could not save the registration.")
 	}
 	s.log.Info("sandbox: oauth client registered", "client_id", c.ID)
-	out := map[string]any{
-		"client_id":                  c.ID,
-		"client_id_issued_at":        c.IssuedAt,
-		"redirect_uris":              c.RedirectURIs,
-		"token_endpoint_auth_method": "none",
-		"grant_types":                c.GrantTypes,
-		"response_types":             []string{"code"},
-	}
-	if c.Name != "" {
-		out["client_name"] = c.Name
-	}
-	if c.Scope != "" {
-		out["scope"] = c.Scope
-	}
-	return s.writeOAuthJSON(w, op, http.StatusCreated, out)
-}
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }
-
-func dedupe(list []string) []string {
-	var out []string
-	for _, v := range list {
-		if !slices.Contains(out, v) {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
-// checkRedirectURI accepts an absolute https URI, or an http URI on a loopback host (RFC 8252 section
-// 7.3), without fragment or user info.
-func checkRedirectURI(raw string) error {
-	u, err := url.Parse(raw)
-	switch {
-	case len(raw) > maxURILength:
-		return fmt.Errorf("redirect URI is longer than %d bytes", maxURILength)
-	case err != nil || !u.IsAbs() || u.Opaque != "" || u.Host == "":
-		return fmt.Errorf("redirect URI %q is not an absolute URI", raw)
-	case u.Fragment != "" || strings.Contains(raw, "#"):
-		return fmt.Errorf("redirect URI %q must not have a fragment", raw)
-	case u.User != nil:
-		return fmt.Errorf("redirect URI %q must not carry user info", raw)
-	case !validPort(u.Port()):
-		return fmt.Errorf("redirect URI %q has an invalid port", raw)
-	case u.Scheme == "https":
-		return nil
-	case u.Scheme == "http" && isLoopbackHost(u.Hostname()):
-		return nil
-	case u.Scheme == "http":
-		return fmt.Errorf("redirect URI %q: http is allowed only on a loopback host (127.0.0.1, [::1], localhost); use https", raw)
-	}
-	return fmt.Errorf("redirect URI %q: the scheme must be https, or http on a loopback host", raw)
+	return s.writeOAuthJSON(w, op, http.StatusCreated, oauthserver.RegisteredClient{ID: c.ID, IssuedAt: c.IssuedAt, Name: c.Name,
+		RedirectURIs: c.RedirectURIs, GrantTypes: c.GrantTypes, Scope: c.Scope}.Response())
 }
 
 func isLoopbackHost(h string) bool {
 	h = strings.ToLower(h)
 	return h == "127.0.0.1" || h == "::1" || h == "localhost"
-}
-
-func validPort(p string) bool {
-	if p == "" {
-		return true
-	}
-	n, err := strconv.Atoi(p)
-	return err == nil && n > 0 && n < 65536 && p[0] != '0'
 }
 
 // redirectAllowed reports whether uri is one of the client's registered redirect URIs: the same
@@ -625,10 +493,10 @@ func loopbackMatch(registered, got string) bool {
 		return false
 	}
 	g, err := url.Parse(got)
-	if err != nil || len(got) > maxURILength || strings.Contains(got, "#") || g.User != nil || g.Opaque != "" {
+	if err != nil || len(got) > oauthserver.MaxURILength || strings.Contains(got, "#") || g.User != nil || g.Opaque != "" {
 		return false
 	}
-	return g.Scheme == r.Scheme && g.Hostname() == r.Hostname() && validPort(g.Port()) &&
+	return g.Scheme == r.Scheme && g.Hostname() == r.Hostname() && oauthserver.ValidPort(g.Port()) &&
 		g.EscapedPath() == r.EscapedPath() && g.RawQuery == r.RawQuery && g.ForceQuery == r.ForceQuery
 }
 
@@ -673,40 +541,26 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) int {
 		if state != "" && len(q["state"]) == 1 {
 			params.Set("state", state)
 		}
-		return redirect(w, http.StatusFound, withQuery(redirectURI, params))
+		return redirect(w, http.StatusFound, oauthserver.WithQuery(redirectURI, params))
 	}
-	for k, vs := range q {
-		if len(vs) > 1 {
-			return fail("invalid_request", "The parameter "+k+" is given more than once.")
-		}
+	if k := oauthserver.RepeatedParam(q); k != "" {
+		return fail("invalid_request", "The parameter "+k+" is given more than once.")
 	}
-	switch rt := q.Get("response_type"); {
-	case rt == "":
-		return fail("invalid_request", "response_type is required and must be code.")
-	case rt != "code":
-		return fail("unsupported_response_type", "Only response_type=code is supported.")
+	if e := oauthserver.CheckResponseType(q); e != nil {
+		return fail(e.Code, e.Description)
 	}
 	if state == "" {
 		return fail("invalid_request", "state is required.")
 	}
-	switch m := q.Get("code_challenge_method"); {
-	case m == "":
-		return fail("invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256.")
-	case m != "S256":
-		return fail("invalid_request", "code_challenge_method must be S256.")
+	if e := oauthserver.CheckChallenge(q); e != nil {
+		return fail(e.Code, e.Description)
 	}
 	challenge := q.Get("code_challenge")
-	if challenge == "" {
-		return fail("invalid_request", "PKCE is required: code_challenge is missing.")
-	}
-	if !validChallenge(challenge) {
-		return fail("invalid_request", "code_challenge must be the base64url (no padding) SHA-256 of the code verifier: 43 characters.")
-	}
 	resource := q.Get("resource")
 	if resource == "" {
 		return fail("invalid_target", "resource is required and must be "+s.resourceID()+".")
 	}
-	if res, ok := canonicalResource(resource); !ok || res != s.resourceID() {
+	if res, ok := oauthserver.CanonicalResource(resource); !ok || res != s.resourceID() {
 		return fail("invalid_target", "resource must be "+s.resourceID()+".")
 	}
 	scopes, ok := parseScope(q.Get("scope"))
@@ -718,7 +572,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) int {
 	}
 	if c.Scope != "" {
 		for _, sc := range scopes {
-			if !hasScope(c.Scope, sc) {
+			if !oauthserver.CoversScope(c.Scope, sc) {
 				return fail("invalid_scope", "The application did not register the scope "+sc+".")
 			}
 		}
@@ -728,7 +582,7 @@ func (s *Service) authorize(w http.ResponseWriter, r *http.Request) int {
 	if len(s.oauth.pending) >= maxPending {
 		return fail("temporarily_unavailable", "Too many sign-ins are in progress; try again in a few minutes.")
 	}
-	ar := &authRequest{ID: newSecret(), ClientID: c.ID, RedirectURI: redirectURI, Scope: strings.Join(scopes, " "),
+	ar := &authRequest{ID: oauthserver.NewSecret(""), ClientID: c.ID, RedirectURI: redirectURI, Scope: strings.Join(scopes, " "),
 		Resource: s.resourceID(), State: state, Challenge: challenge, Expires: now.Add(authRequestTTL)}
 	s.oauth.pending[ar.ID] = ar
 	return redirect(w, http.StatusFound, loginPath+"?request="+url.QueryEscape(ar.ID))
@@ -742,20 +596,6 @@ func redirect(w http.ResponseWriter, status int, loc string) int {
 	h.Set("Referrer-Policy", "no-referrer")
 	w.WriteHeader(status)
 	return status
-}
-
-// withQuery adds params to the query of uri, keeping the query it has.
-func withQuery(uri string, params url.Values) string {
-	u, err := url.Parse(uri)
-	if err != nil {
-		return uri
-	}
-	q := u.Query()
-	for k, v := range params {
-		q[k] = v
-	}
-	u.RawQuery = q.Encode()
-	return u.String()
 }
 
 // parseScope splits a scope string; it fails on a scope the sandbox does not know.
@@ -772,101 +612,13 @@ func parseScope(sc string) ([]string, bool) {
 	return out, true
 }
 
-func hasScope(scope, want string) bool { return slices.Contains(strings.Fields(scope), want) }
-
-// canonicalResource normalises a resource indicator (RFC 8707): absolute, no fragment; scheme and
-// host lower case, default port and trailing slash dropped.
-func canonicalResource(raw string) (string, bool) {
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" || u.User != nil || strings.Contains(raw, "#") {
-		return "", false
-	}
-	u.Scheme = strings.ToLower(u.Scheme)
-	u.Host = strings.ToLower(u.Host)
-	if p := u.Port(); (u.Scheme == "http" && p == "80") || (u.Scheme == "https" && p == "443") {
-		u.Host = strings.TrimSuffix(u.Host, ":"+p)
-	}
-	u.Path = strings.TrimSuffix(u.Path, "/")
-	u.RawPath = ""
-	return u.String(), true
-}
-
-// validChallenge accepts an S256 code challenge: base64url without padding of 32 bytes.
-func validChallenge(c string) bool {
-	if len(c) != 43 {
-		return false
-	}
-	_, err := base64.RawURLEncoding.DecodeString(c)
-	return err == nil
-}
-
-// validVerifier accepts a PKCE code verifier (RFC 7636 section 4.1).
-func validVerifier(v string) bool {
-	if len(v) < 43 || len(v) > 128 {
-		return false
-	}
-	for _, c := range v {
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.ContainsRune("-._~", c)) {
-			return false
-		}
-	}
-	return true
-}
-
-func pkceS256(verifier string) string {
-	sum := sha256.Sum256([]byte(verifier))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
-// newSecret returns 256 random bits, base64url: tokens, codes, request and session ids.
-func newSecret() string {
-	var b [32]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
-// hashSecret is how a token or code is stored: its SHA-256, hex.
-func hashSecret(v string) string {
-	sum := sha256.Sum256([]byte(v))
-	return hex.EncodeToString(sum[:])
-}
-
 // ---- Token endpoint ----
-
-type tokenResponse struct {
-	AccessToken  string `json:"access_token"`
-	TokenType    string `json:"token_type"`
-	ExpiresIn    int64  `json:"expires_in"`
-	RefreshToken string `json:"refresh_token,omitempty"`
-	Scope        string `json:"scope"`
-}
-
-// readOAuthForm reads an application/x-www-form-urlencoded body; a repeated parameter is refused.
-func readOAuthForm(w http.ResponseWriter, r *http.Request) (url.Values, string) {
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" {
-		return nil, "Send the parameters as application/x-www-form-urlencoded."
-	}
-	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxFormBytes))
-	if err != nil {
-		return nil, "The request body could not be read or is larger than 64 KiB."
-	}
-	f, err := url.ParseQuery(string(data))
-	if err != nil {
-		return nil, "The request body is not valid form encoding."
-	}
-	for k, v := range f {
-		if len(v) > 1 {
-			return nil, "The parameter " + k + " is given more than once."
-		}
-	}
-	return f, ""
-}
 
 // publicClient identifies the calling public client by client_id. Public clients do not
 // authenticate: an Authorization header or a client_secret is refused with 401 invalid_client
 // (which also tells golang.org/x/oauth2's auto-detection to send client_id in the body).
 func (s *Service) publicClient(w http.ResponseWriter, r *http.Request, op string, f url.Values, required bool) (*oauthClient, int) {
-	if r.Header.Get("Authorization") != "" || f.Get("client_secret") != "" {
+	if oauthserver.HasClientCredentials(r, f) {
 		w.Header().Set("WWW-Authenticate", `Basic realm="sandbox"`)
 		return nil, s.writeOAuthError(w, op, http.StatusUnauthorized, "invalid_client",
 			"Clients of the sandbox are public (token_endpoint_auth_method none): send client_id in the form body, without an Authorization header or client_secret.")
@@ -888,9 +640,9 @@ func (s *Service) publicClient(w http.ResponseWriter, r *http.Request, op string
 // token is the RFC 6749 token endpoint.
 func (s *Service) token(w http.ResponseWriter, r *http.Request) int {
 	const op = "exchangeToken"
-	f, problem := readOAuthForm(w, r)
-	if problem != "" {
-		return s.writeOAuthError(w, op, http.StatusBadRequest, "invalid_request", problem)
+	f, fe := oauthserver.ReadForm(w, r)
+	if fe != nil {
+		return s.writeOAuthJSON(w, op, fe.Status, fe)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -899,19 +651,14 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) int {
 		return status
 	}
 	grantType := f.Get("grant_type")
-	switch {
-	case grantType == "":
-		return s.writeOAuthError(w, op, http.StatusBadRequest, "invalid_request", "grant_type is required.")
-	case !slices.Contains(supportedGrantTypes, grantType):
-		return s.writeOAuthError(w, op, http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token.")
-	case !c.allowsGrant(grantType):
-		return s.writeOAuthError(w, op, http.StatusBadRequest, "unauthorized_client", "The client did not register the grant type "+grantType+".")
+	if e := oauthserver.CheckGrantType(grantType, c.GrantTypes); e != nil {
+		return s.writeOAuthJSON(w, op, e.Status, e)
 	}
 	now := s.now()
 	s.oauth.sweep(now)
 	s.dirty = s.st.OAuth.sweep(now)
-	var resp *tokenResponse
-	var e *oauthError
+	var resp *oauthserver.TokenResponse
+	var e *oauthserver.Error
 	if grantType == "authorization_code" {
 		resp, e = s.exchangeCode(c, f, now)
 	} else {
@@ -930,21 +677,16 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) int {
 	return s.writeOAuthJSON(w, op, http.StatusOK, resp)
 }
 
-func grantErr(code, desc string) *oauthError { return &oauthError{code, desc} }
+func grantErr(code, desc string) *oauthserver.Error { return oauthserver.BadRequest(code, desc) }
 
 // exchangeCode redeems an authorization code. The caller holds s.mu. Any presentation of a code uses
 // it up; presenting a used code again revokes the grant it produced (RFC 6749 section 4.1.2).
-func (s *Service) exchangeCode(c *oauthClient, f url.Values, now time.Time) (*tokenResponse, *oauthError) {
-	code, redirectURI, verifier := f.Get("code"), f.Get("redirect_uri"), f.Get("code_verifier")
-	switch {
-	case code == "":
-		return nil, grantErr("invalid_request", "code is required.")
-	case redirectURI == "":
-		return nil, grantErr("invalid_request", "redirect_uri is required: the one sent to the authorization endpoint.")
-	case verifier == "":
-		return nil, grantErr("invalid_request", "code_verifier is required (PKCE).")
+func (s *Service) exchangeCode(c *oauthClient, f url.Values, now time.Time) (*oauthserver.TokenResponse, *oauthserver.Error) {
+	cr, e := oauthserver.ReadCodeRequest(f)
+	if e != nil {
+		return nil, e
 	}
-	ac := s.oauth.codes[hashSecret(code)]
+	ac := s.oauth.codes[oauthserver.Digest(cr.Code)]
 	if ac == nil {
 		return nil, grantErr("invalid_grant", "The authorization code is unknown or expired.")
 	}
@@ -957,20 +699,9 @@ func (s *Service) exchangeCode(c *oauthClient, f url.Values, now time.Time) (*to
 		return nil, grantErr("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked.")
 	}
 	ac.Used = true
-	switch {
-	case !now.Before(ac.Expires):
-		return nil, grantErr("invalid_grant", "The authorization code has expired.")
-	case ac.ClientID != c.ID:
-		return nil, grantErr("invalid_grant", "The authorization code was issued to another client.")
-	case ac.RedirectURI != redirectURI:
-		return nil, grantErr("invalid_grant", "redirect_uri does not match the one of the authorization request.")
-	case !validVerifier(verifier) || subtle.ConstantTimeCompare([]byte(pkceS256(verifier)), []byte(ac.Challenge)) != 1:
-		return nil, grantErr("invalid_grant", "code_verifier does not match the code_challenge.")
-	}
-	if res := f.Get("resource"); res != "" {
-		if cr, ok := canonicalResource(res); !ok || cr != ac.Resource {
-			return nil, grantErr("invalid_target", "resource must be "+ac.Resource+", as in the authorization request.")
-		}
+	ic := oauthserver.IssuedCode{ClientID: ac.ClientID, RedirectURI: ac.RedirectURI, Challenge: ac.Challenge, Resource: ac.Resource, Expires: ac.Expires}
+	if _, e := ic.CheckRedemption(now, c.ID, cr, f); e != nil {
+		return nil, e
 	}
 	if s.st.Users[ac.UserID] == nil {
 		return nil, grantErr("invalid_grant", "The user of the authorization code no longer exists.")
@@ -987,12 +718,12 @@ func (s *Service) exchangeCode(c *oauthClient, f url.Values, now time.Time) (*to
 
 // refresh exchanges a refresh token for new tokens and rotates it; presenting a rotated refresh
 // token again revokes the whole grant. The caller holds s.mu.
-func (s *Service) refresh(c *oauthClient, f url.Values, now time.Time) (*tokenResponse, *oauthError) {
+func (s *Service) refresh(c *oauthClient, f url.Values, now time.Time) (*oauthserver.TokenResponse, *oauthserver.Error) {
 	rt := f.Get("refresh_token")
 	if rt == "" {
 		return nil, grantErr("invalid_request", "refresh_token is required.")
 	}
-	h := hashSecret(rt)
+	h := oauthserver.Digest(rt)
 	t := s.st.OAuth.RefreshTokens[h]
 	var g *oauthGrant
 	if t != nil {
@@ -1013,10 +744,8 @@ func (s *Service) refresh(c *oauthClient, f url.Values, now time.Time) (*tokenRe
 	case g.Resource != s.resourceID():
 		return nil, grantErr("invalid_grant", "The refresh token was issued for another resource ("+g.Resource+"). Sign in again.")
 	}
-	if res := f.Get("resource"); res != "" {
-		if cr, ok := canonicalResource(res); !ok || cr != g.Resource {
-			return nil, grantErr("invalid_target", "resource must be "+g.Resource+".")
-		}
+	if e := oauthserver.CheckResourceParam(f, g.Resource); e != nil {
+		return nil, e
 	}
 	scope := g.Scope
 	if sc := f.Get("scope"); sc != "" {
@@ -1025,7 +754,7 @@ func (s *Service) refresh(c *oauthClient, f url.Values, now time.Time) (*tokenRe
 			return nil, grantErr("invalid_scope", "The only scope is "+cardScope+".")
 		}
 		for _, v := range list {
-			if !hasScope(g.Scope, v) {
+			if !oauthserver.CoversScope(g.Scope, v) {
 				return nil, grantErr("invalid_scope", "The scope "+v+" was not granted.")
 			}
 		}
@@ -1037,14 +766,14 @@ func (s *Service) refresh(c *oauthClient, f url.Values, now time.Time) (*tokenRe
 }
 
 // issueTokens issues an access token with scope and, when the client may refresh, a new refresh token.
-func (s *Service) issueTokens(c *oauthClient, g *oauthGrant, scope string, now time.Time) *tokenResponse {
-	access := newSecret()
-	s.st.OAuth.AccessTokens[hashSecret(access)] = &oauthToken{GrantID: g.ID, Scope: scope, Expires: now.Add(s.opts.AccessTokenTTL)}
-	resp := &tokenResponse{AccessToken: access, TokenType: "Bearer", Scope: scope,
+func (s *Service) issueTokens(c *oauthClient, g *oauthGrant, scope string, now time.Time) *oauthserver.TokenResponse {
+	access := oauthserver.NewSecret("")
+	s.st.OAuth.AccessTokens[oauthserver.Digest(access)] = &oauthToken{GrantID: g.ID, Scope: scope, Expires: now.Add(s.opts.AccessTokenTTL)}
+	resp := &oauthserver.TokenResponse{AccessToken: access, TokenType: "Bearer", Scope: scope,
 		ExpiresIn: max(int64(s.opts.AccessTokenTTL/time.Second), 1)}
 	if c.allowsGrant("refresh_token") {
-		rt := newSecret()
-		s.st.OAuth.RefreshTokens[hashSecret(rt)] = &oauthToken{GrantID: g.ID, Expires: now.Add(s.opts.RefreshTokenTTL)}
+		rt := oauthserver.NewSecret("")
+		s.st.OAuth.RefreshTokens[oauthserver.Digest(rt)] = &oauthToken{GrantID: g.ID, Expires: now.Add(s.opts.RefreshTokenTTL)}
 		resp.RefreshToken = rt
 	}
 	return resp
@@ -1056,9 +785,9 @@ func (s *Service) issueTokens(c *oauthClient, g *oauthGrant, scope string, now t
 // tokens of another client than the client_id given, are answered 200 and left alone.
 func (s *Service) revoke(w http.ResponseWriter, r *http.Request) int {
 	const op = "revokeToken"
-	f, problem := readOAuthForm(w, r)
-	if problem != "" {
-		return s.writeOAuthError(w, op, http.StatusBadRequest, "invalid_request", problem)
+	f, fe := oauthserver.ReadForm(w, r)
+	if fe != nil {
+		return s.writeOAuthJSON(w, op, fe.Status, fe)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1070,7 +799,7 @@ func (s *Service) revoke(w http.ResponseWriter, r *http.Request) int {
 	if tok == "" {
 		return s.writeOAuthError(w, op, http.StatusBadRequest, "invalid_request", "token is required.")
 	}
-	h := hashSecret(tok)
+	h := oauthserver.Digest(tok)
 	ownedBy := func(t *oauthToken) bool {
 		g := s.st.OAuth.Grants[t.GrantID]
 		return c == nil || g == nil || g.ClientID == c.ID

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 )
 
 // TestOAuthTokenAudienceAndScope plants access tokens the public flows cannot produce (the sandbox
@@ -18,11 +20,11 @@ func TestOAuthTokenAudienceAndScope(t *testing.T) {
 	}
 	now := s.now()
 	s.mu.Lock()
-	s.st.OAuth.Clients["c_1"] = &oauthClient{ID: "c_1", RedirectURIs: []string{"http://127.0.0.1/cb"}, GrantTypes: supportedGrantTypes}
+	s.st.OAuth.Clients["c_1"] = &oauthClient{ID: "c_1", RedirectURIs: []string{"http://127.0.0.1/cb"}, GrantTypes: oauthserver.GrantTypes}
 	plant := func(token, scope, resource, user string, expires time.Time) {
 		g := &oauthGrant{ID: "g_" + token, ClientID: "c_1", UserID: user, Scope: scope, Resource: resource, Created: now}
 		s.st.OAuth.Grants[g.ID] = g
-		s.st.OAuth.AccessTokens[hashSecret(token)] = &oauthToken{GrantID: g.ID, Scope: scope, Expires: expires}
+		s.st.OAuth.AccessTokens[oauthserver.Digest(token)] = &oauthToken{GrantID: g.ID, Scope: scope, Expires: expires}
 	}
 	later := now.Add(time.Hour)
 	plant("good", cardScope, s.resourceID(), demoUserID, later)

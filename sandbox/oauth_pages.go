@@ -23,6 +23,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 )
 
 const (
@@ -67,7 +69,7 @@ func (s *Service) newSession(w http.ResponseWriter, userID string, now time.Time
 	if userID != "" {
 		ttl = sessionTTL
 	}
-	bs := &browserSession{ID: newSecret(), UserID: userID, Expires: now.Add(ttl)}
+	bs := &browserSession{ID: oauthserver.NewSecret(""), UserID: userID, Expires: now.Add(ttl)}
 	s.oauth.sessions[bs.ID] = bs
 	http.SetCookie(w, &http.Cookie{Name: s.cookieName(), Value: bs.ID, Path: "/", MaxAge: int(ttl / time.Second),
 		HttpOnly: true, Secure: s.secureCookies(), SameSite: http.SameSiteLaxMode})
@@ -104,8 +106,8 @@ func readPageForm(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 			return nil, false
 		}
 	}
-	f, problem := readOAuthForm(w, r)
-	return f, problem == ""
+	f, e := oauthserver.ReadForm(w, r)
+	return f, e == nil
 }
 
 func (s *Service) expiredPage(w http.ResponseWriter) int {
@@ -256,13 +258,13 @@ func (s *Service) consent(w http.ResponseWriter, r *http.Request) int {
 	if decision == "deny" {
 		params.Set("error", "access_denied")
 		params.Set("error_description", "The user denied access.")
-		return redirect(w, http.StatusSeeOther, withQuery(ar.RedirectURI, params))
+		return redirect(w, http.StatusSeeOther, oauthserver.WithQuery(ar.RedirectURI, params))
 	}
-	code := newSecret()
-	s.oauth.codes[hashSecret(code)] = &authCode{ClientID: ar.ClientID, UserID: bs.UserID, RedirectURI: ar.RedirectURI,
+	code := oauthserver.NewSecret("")
+	s.oauth.codes[oauthserver.Digest(code)] = &authCode{ClientID: ar.ClientID, UserID: bs.UserID, RedirectURI: ar.RedirectURI,
 		Scope: ar.Scope, Resource: ar.Resource, Challenge: ar.Challenge, Expires: now.Add(s.opts.AuthCodeTTL)}
 	params.Set("code", code)
-	return redirect(w, http.StatusSeeOther, withQuery(ar.RedirectURI, params))
+	return redirect(w, http.StatusSeeOther, oauthserver.WithQuery(ar.RedirectURI, params))
 }
 
 // writeErrorPage answers with an HTML error page; it never redirects.
