@@ -283,16 +283,8 @@ func (s *Service) writePage(w http.ResponseWriter, status int, name, formTarget 
 		buf.Reset()
 		buf.WriteString("<!doctype html><title>Error</title><p>The sandbox failed to render this page.</p>")
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Content-Security-Policy", pageCSP(formTarget))
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "same-origin") // not no-referrer: that makes browsers send the forms' Origin as "null"
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	// Referrer-Policy same-origin, not no-referrer: that makes browsers send the forms' Origin as "null".
+	oauthserver.WriteHTML(w, status, buf.Bytes(), pageCSP(formTarget), "same-origin")
 	return status
 }
 
@@ -320,16 +312,10 @@ func cspSource(uri string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-const pageStyle = `body{font-family:system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem;color:#222;line-height:1.5}
-h1{font-size:1.4rem}.box{border:1px solid #ccc;border-radius:8px;padding:1rem 1.25rem;margin:1rem 0}
-.warn{background:#fff6e0;border-color:#e0b040}code{word-break:break-all}
-button{font-size:1rem;padding:.5rem 1.25rem;margin-right:.5rem;border-radius:6px;border:1px solid #888;cursor:pointer}
-button.primary{background:#1a5fd0;color:#fff;border-color:#1a5fd0}.muted{color:#666;font-size:.9rem}`
-
-var pageStyleHash = func() string {
-	sum := sha256.Sum256([]byte(pageStyle))
-	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
-}()
+var (
+	pageStyle     = oauthserver.PageStyle("34rem")
+	pageStyleHash = oauthserver.StyleHash(pageStyle)
+)
 
 var pageTemplates = template.Must(template.New("pages").Parse(`
 {{define "head"}}<!doctype html>

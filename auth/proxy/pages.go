@@ -2,27 +2,21 @@ package proxy
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/base64"
 	"html/template"
 	"net/http"
 	"net/url"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 )
 
 // The proxy's HTML pages: the consent page, the page that returns the browser to the MCP
 // client, and error pages. They load nothing, cannot be framed, are never cached, and escape
 // all they show.
 
-const pageStyle = `body{font-family:system-ui,sans-serif;max-width:36rem;margin:3rem auto;padding:0 1rem;color:#222;line-height:1.5}
-h1{font-size:1.4rem}.box{border:1px solid #ccc;border-radius:8px;padding:1rem 1.25rem;margin:1rem 0}
-.warn{background:#fff6e0;border-color:#e0b040}code{word-break:break-all}
-button{font-size:1rem;padding:.5rem 1.25rem;margin-right:.5rem;border-radius:6px;border:1px solid #888;cursor:pointer}
-button.primary{background:#1a5fd0;color:#fff;border-color:#1a5fd0}.muted{color:#666;font-size:.9rem}`
-
-var pageStyleHash = func() string {
-	sum := sha256.Sum256([]byte(pageStyle))
-	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
-}()
+var (
+	pageStyle     = oauthserver.PageStyle("36rem")
+	pageStyleHash = oauthserver.StyleHash(pageStyle)
+)
 
 var pages = template.Must(template.New("pages").Parse(`
 {{define "head"}}<!doctype html>
@@ -72,20 +66,11 @@ func (s *Server) writePage(w http.ResponseWriter, status int, name string, data 
 		buf.Reset()
 		buf.WriteString("<!doctype html><title>Error</title><p>The page could not be shown.</p>")
 	}
-	h := w.Header()
-	h.Set("Content-Type", "text/html; charset=utf-8")
-	h.Set("X-Frame-Options", "DENY")
-	h.Set("Content-Security-Policy", "frame-ancestors 'none'; default-src 'none'; base-uri 'none'; style-src '"+pageStyleHash+"'")
-	h.Set("Cache-Control", "no-store")
-	h.Set("Pragma", "no-cache")
-	h.Set("X-Content-Type-Options", "nosniff")
+	referrer := "same-origin" // not no-referrer: browsers would send the form's Origin as "null"
 	if name == "return" {
-		h.Set("Referrer-Policy", "no-referrer") // the client's page must not see this address
-	} else {
-		h.Set("Referrer-Policy", "same-origin") // not no-referrer: browsers would send the form's Origin as "null"
+		referrer = "no-referrer" // the client's page must not see this address
 	}
-	w.WriteHeader(status)
-	_, _ = w.Write(buf.Bytes())
+	oauthserver.WriteHTML(w, status, buf.Bytes(), "frame-ancestors 'none'; default-src 'none'; base-uri 'none'; style-src '"+pageStyleHash+"'", referrer)
 }
 
 // errorPage answers with an HTML error page; it never redirects.

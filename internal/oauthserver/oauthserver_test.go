@@ -209,3 +209,27 @@ func TestCheckGrantType(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteHTML(t *testing.T) {
+	rec := httptest.NewRecorder()
+	WriteHTML(rec, http.StatusTeapot, []byte("<p>x</p>"), "default-src 'none'", "no-referrer")
+	h := rec.Result().Header
+	for k, want := range map[string]string{"Content-Type": "text/html; charset=utf-8", "X-Frame-Options": "DENY",
+		"Content-Security-Policy": "default-src 'none'", "Cache-Control": "no-store", "Referrer-Policy": "no-referrer",
+		"X-Content-Type-Options": "nosniff"} {
+		if got := h.Get(k); got != want {
+			t.Errorf("%s = %q, want %q", k, got, want)
+		}
+	}
+	if rec.Code != http.StatusTeapot || rec.Body.String() != "<p>x</p>" {
+		t.Errorf("got %d %q", rec.Code, rec.Body.String())
+	}
+	css := PageStyle("30rem")
+	if !strings.Contains(css, "max-width:30rem;") {
+		t.Errorf("PageStyle does not take its width: %s", css)
+	}
+	// The hash of the empty string, as CSP level 3 computes it.
+	if got := StyleHash(""); got != "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=" {
+		t.Errorf("StyleHash(\"\") = %s", got)
+	}
+}

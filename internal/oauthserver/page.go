@@ -1,0 +1,39 @@
+package oauthserver
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"net/http"
+)
+
+// PageStyle is the style sheet of the sign-in, consent and error pages, maxWidth wide (a CSS
+// length).
+func PageStyle(maxWidth string) string {
+	return `body{font-family:system-ui,sans-serif;max-width:` + maxWidth + `;margin:3rem auto;padding:0 1rem;color:#222;line-height:1.5}
+h1{font-size:1.4rem}.box{border:1px solid #ccc;border-radius:8px;padding:1rem 1.25rem;margin:1rem 0}
+.warn{background:#fff6e0;border-color:#e0b040}code{word-break:break-all}
+button{font-size:1rem;padding:.5rem 1.25rem;margin-right:.5rem;border-radius:6px;border:1px solid #888;cursor:pointer}
+button.primary{background:#1a5fd0;color:#fff;border-color:#1a5fd0}.muted{color:#666;font-size:.9rem}`
+}
+
+// StyleHash is the CSP hash source ('sha256-…', without the quotes) that allows an inline
+// style sheet.
+func StyleHash(css string) string {
+	sum := sha256.Sum256([]byte(css))
+	return "sha256-" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// WriteHTML writes a rendered page that cannot be framed and is never cached, under the
+// Content-Security-Policy csp and the Referrer-Policy referrer.
+func WriteHTML(w http.ResponseWriter, status int, page []byte, csp, referrer string) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", csp)
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", referrer)
+	w.WriteHeader(status)
+	_, _ = w.Write(page)
+}
