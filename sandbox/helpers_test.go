@@ -7,36 +7,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
 
 const testToken = "test-demo-token"
 
-// fakeClock is an injectable clock tests move forward by hand.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newFakeClock() *fakeClock {
-	return &fakeClock{now: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newFakeClock returns a settable clock, for the sandbox's Options.Now, standing at a fixed time.
+func newFakeClock() *authtest.Clock {
+	return authtest.NewClock(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // newService returns a sandbox that validates every response it writes against the contract.

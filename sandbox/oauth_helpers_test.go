@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
 	"github.com/cardwriter/cardwriter-mcp/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
@@ -28,7 +29,7 @@ const (
 type oauthEnv struct {
 	svc   *sandbox.Service
 	srv   *httptest.Server
-	clock *fakeClock
+	clock *authtest.Clock
 	base  string // = BaseURL = issuer
 	opts  sandbox.Options
 }
