@@ -456,7 +456,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	toks, err := s.up.exchange(ctx, md, clientID, code, string(verifier))
 	if err != nil {
-		var f *oauthFailure
+		var f *auth.OAuthError
 		if errors.As(err, &f) && f.Code == "invalid_client" {
 			s.up.forgetClient(ctx, md)
 		}

@@ -45,28 +45,9 @@ type upstreamTokens struct {
 	RevocationEndpoint string         `json:"revocationEndpoint,omitempty"`
 }
 
-// oauthFailure is an error answer of the card service's token or registration endpoint.
-type oauthFailure struct {
-	Endpoint string
-	Status   int
-	Code     string
-	Desc     string
-}
-
-func (e *oauthFailure) Error() string {
-	s := fmt.Sprintf("the card service's %s endpoint answered %d", e.Endpoint, e.Status)
-	if e.Code != "" {
-		s += ": " + e.Code
-	}
-	if e.Desc != "" {
-		s += ": " + e.Desc
-	}
-	return s
-}
-
-// permanent reports an answer that says the grant (or the client) is gone for good, not a
-// passing fault: retrying later cannot help.
-func (e *oauthFailure) permanent() bool {
+// permanent reports an error answer of the card service's OAuth endpoints that says the grant
+// (or the client) is gone for good, not a passing fault: retrying later cannot help.
+func permanent(e *auth.OAuthError) bool {
 	switch e.Code {
 	case "invalid_grant", "invalid_client", "unauthorized_client", "invalid_scope", "invalid_target":
 		return true
@@ -76,8 +57,8 @@ func (e *oauthFailure) permanent() bool {
 
 // isPermanent reports an error after which the grant must be revoked.
 func isPermanent(err error) bool {
-	var f *oauthFailure
-	return errors.As(err, &f) && f.permanent()
+	var f *auth.OAuthError
+	return errors.As(err, &f) && permanent(f)
 }
 
 type upstreamAuth struct {
@@ -196,7 +177,7 @@ func (u *upstreamAuth) exchange(ctx context.Context, md *auth.Metadata, clientID
 // refresh uses the grant's refresh token; a rotated refresh token replaces the old one.
 func (u *upstreamAuth) refresh(ctx context.Context, old *upstreamTokens) (*upstreamTokens, error) {
 	if old.Refresh == "" {
-		return nil, &oauthFailure{Endpoint: "token", Status: http.StatusBadRequest, Code: "invalid_grant", Desc: "no refresh token"}
+		return nil, &auth.OAuthError{Endpoint: "card service's token", Status: http.StatusBadRequest, Code: "invalid_grant", Description: "no refresh token"}
 	}
 	form := url.Values{
 		"grant_type":    {"refresh_token"},
@@ -300,8 +281,8 @@ func (u *upstreamAuth) post(ctx context.Context, endpoint, contentType string, b
 	return r.StatusCode, r.Header.Get("Content-Type"), resp, nil
 }
 
-// decodeFailure keeps the error code and description of an OAuth error answer, nothing else.
-func decodeFailure(endpoint string, status int, ctype string, body []byte) *oauthFailure {
-	e := auth.DecodeOAuthError(endpoint, status, ctype, body)
-	return &oauthFailure{Endpoint: e.Endpoint, Status: e.Status, Code: e.Code, Desc: e.Description}
+// decodeFailure keeps the error code and description of an error answer of the card service's
+// OAuth endpoint (token, registration or revocation), nothing else.
+func decodeFailure(endpoint string, status int, ctype string, body []byte) *auth.OAuthError {
+	return auth.DecodeOAuthError("card service's "+endpoint, status, ctype, body)
 }
