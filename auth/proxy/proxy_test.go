@@ -493,7 +493,7 @@ func TestAccessTokenNeverOutlivesUpstream(t *testing.T) {
 	}
 	e.secrets.Add(resp.AccessToken)
 	g.UpstreamExpiry = now.Add(-time.Second)
-	if _, ge := e.srv.issueTokens(context.Background(), c, g, Scope); ge == nil || ge.code != "invalid_grant" {
+	if _, ge := e.srv.issueTokens(context.Background(), c, g, Scope); ge == nil || ge.Code != "invalid_grant" {
 		t.Errorf("after the card service's token expired: %v", ge)
 	}
 }

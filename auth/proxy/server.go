@@ -386,6 +386,11 @@ func writeOAuthError(w http.ResponseWriter, status int, code, desc string) {
 	writeJSON(w, status, &oauthserver.Error{Status: status, Code: code, Description: desc})
 }
 
+// writeError writes an OAuth error answer with its status.
+func writeError(w http.ResponseWriter, e *oauthserver.Error) {
+	writeJSON(w, e.Status, e)
+}
+
 // client returns the client a client_id names: the metadata document it points at when it is an
 // https URL (Client ID Metadata Documents), else the client registered under it.
 func (s *Server) client(ctx context.Context, id string) (*Client, error) {

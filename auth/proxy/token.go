@@ -22,11 +22,11 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	in, e := oauthserver.ReadClientMetadata(w, r)
 	if e != nil {
-		writeOAuthError(w, e.Status, e.Code, e.Description)
+		writeError(w, e)
 		return
 	}
 	if e := in.CheckRedirectURIs(isLoopbackHost); e != nil {
-		writeOAuthError(w, e.Status, e.Code, e.Description)
+		writeError(w, e)
 		return
 	}
 	kept, e := in.Grants(false)
@@ -34,7 +34,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		e = in.CheckResponseTypes()
 	}
 	if e != nil {
-		writeOAuthError(w, e.Status, e.Code, e.Description)
+		writeError(w, e)
 		return
 	}
 	scope := ""
@@ -47,7 +47,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	}
 	name, e := in.Name()
 	if e != nil {
-		writeOAuthError(w, e.Status, e.Code, e.Description)
+		writeError(w, e)
 		return
 	}
 	if s.clientCount(r.Context()) >= maxClients {
@@ -79,6 +79,18 @@ func (s *Server) requestCount(ctx context.Context) int {
 
 // ---- Token endpoint (RFC 6749) ----
 
+// clientRequest reads a token or revocation request and identifies its client (nil when the
+// request names none and none is required); when it fails, it has answered.
+func (s *Server) clientRequest(w http.ResponseWriter, r *http.Request, required bool) (url.Values, *Client, bool) {
+	f, e := oauthserver.ReadForm(w, r)
+	if e != nil {
+		writeError(w, e)
+		return nil, nil, false
+	}
+	c, ok := s.publicClient(r.Context(), w, r, f, required)
+	return f, c, ok
+}
+
 // publicClient identifies the calling client by client_id; clients of this server are public
 // and send no credentials.
 func (s *Server) publicClient(ctx context.Context, w http.ResponseWriter, r *http.Request, f url.Values, required bool) (*Client, bool) {
@@ -98,7 +110,7 @@ func (s *Server) publicClient(ctx context.Context, w http.ResponseWriter, r *htt
 	}
 	c, err := s.client(ctx, id)
 	if store.IsUnavailable(err) {
-		writeOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", storeDown(err).desc)
+		writeError(w, storeDown(err))
 		return nil, false
 	}
 	if err != nil {
@@ -108,46 +120,35 @@ func (s *Server) publicClient(ctx context.Context, w http.ResponseWriter, r *htt
 	return c, true
 }
 
-// grantError is a token endpoint error (400 unless said otherwise).
-type grantError struct {
-	status int
-	code   string
-	desc   string
-}
-
-func grantErr(code, desc string) *grantError { return &grantError{http.StatusBadRequest, code, desc} }
+// grantErr is a token endpoint error answered with 400.
+func grantErr(code, desc string) *oauthserver.Error { return oauthserver.BadRequest(code, desc) }
 
 // storeDown is the answer when the store failed (Redis down or slow): try again later; the
 // code or refresh token presented is as it was, unless the message says otherwise.
-func storeDown(error) *grantError {
-	return &grantError{http.StatusServiceUnavailable, "temporarily_unavailable", "The server's store is unavailable; try again in a moment."}
+func storeDown(error) *oauthserver.Error {
+	return &oauthserver.Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "The server's store is unavailable; try again in a moment."}
 }
 
 func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	f, e := oauthserver.ReadForm(w, r)
-	if e != nil {
-		writeOAuthError(w, e.Status, e.Code, e.Description)
-		return
-	}
-	c, ok := s.publicClient(ctx, w, r, f, true)
+	f, c, ok := s.clientRequest(w, r, true)
 	if !ok {
 		return
 	}
 	gt := f.Get("grant_type")
 	if e := oauthserver.CheckGrantType(gt, c.GrantTypes); e != nil {
-		writeOAuthError(w, e.Status, e.Code, e.Description)
+		writeError(w, e)
 		return
 	}
 	var resp *oauthserver.TokenResponse
-	var ge *grantError
+	var ge *oauthserver.Error
 	if gt == "authorization_code" {
 		resp, ge = s.exchangeCode(ctx, c, f)
 	} else {
 		resp, ge = s.refreshTokens(ctx, c, f)
 	}
 	if ge != nil {
-		writeOAuthError(w, ge.status, ge.code, ge.desc)
+		writeError(w, ge)
 		return
 	}
 	writeJSON(w, http.StatusOK, resp)
@@ -156,10 +157,10 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 // exchangeCode redeems an authorization code: single use (presenting it again revokes the
 // grant it produced), not expired, this client's, the same redirect URI, the PKCE verifier
 // of its challenge, the same resource.
-func (s *Server) exchangeCode(ctx context.Context, c *Client, f url.Values) (*oauthserver.TokenResponse, *grantError) {
+func (s *Server) exchangeCode(ctx context.Context, c *Client, f url.Values) (*oauthserver.TokenResponse, *oauthserver.Error) {
 	cr, e := oauthserver.ReadCodeRequest(f)
 	if e != nil {
-		return nil, grantErr(e.Code, e.Description)
+		return nil, e
 	}
 	sec, err := s.store.UseSecret(ctx, oauthserver.Digest(cr.Code))
 	if store.IsUnavailable(err) {
@@ -200,7 +201,7 @@ func (s *Server) exchangeCode(ctx context.Context, c *Client, f url.Values) (*oa
 // refreshTokens rotates a refresh token; presenting a rotated one again revokes the grant. The
 // card service's grant is refreshed first when its access token is about to expire, so that a
 // grant the card service dropped ends here too.
-func (s *Server) refreshTokens(ctx context.Context, c *Client, f url.Values) (*oauthserver.TokenResponse, *grantError) {
+func (s *Server) refreshTokens(ctx context.Context, c *Client, f url.Values) (*oauthserver.TokenResponse, *oauthserver.Error) {
 	rt := f.Get("refresh_token")
 	if rt == "" {
 		return nil, grantErr("invalid_request", "refresh_token is required.")
@@ -234,7 +235,7 @@ func (s *Server) refreshTokens(ctx context.Context, c *Client, f url.Values) (*o
 		return nil, grantErr("invalid_grant", "The refresh token was issued for another resource; authorize again.")
 	}
 	if e := oauthserver.CheckResourceParam(f, g.Resource); e != nil {
-		return nil, grantErr(e.Code, e.Description)
+		return nil, e
 	}
 	scope := g.Scope
 	if sc := f.Get("scope"); sc != "" {
@@ -249,7 +250,7 @@ func (s *Server) refreshTokens(ctx context.Context, c *Client, f url.Values) (*o
 				return nil, grantErr("invalid_grant", "The card service no longer honours this authorization; authorize again.")
 			}
 			s.log.Warn("refresh: the card service's token could not be refreshed now", "grant", g.ID, "err", err)
-			return nil, &grantError{http.StatusServiceUnavailable, "temporarily_unavailable", "The card service could not be reached; try again in a moment."}
+			return nil, &oauthserver.Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "The card service could not be reached; try again in a moment."}
 		}
 		if g, err = s.store.GetGrant(ctx, g.ID); err != nil {
 			return nil, grantErr("invalid_grant", "The authorization is gone; authorize again.")
@@ -283,7 +284,7 @@ func (s *Server) refreshTokens(ctx context.Context, c *Client, f url.Values) (*o
 // issueTokens issues an access token, and a refresh token when the client may refresh and the
 // card service's grant can be refreshed. The access token never outlives the card service's
 // grant: without a refresh token there, it ends when the card service's access token does.
-func (s *Server) issueTokens(ctx context.Context, c *Client, g *Grant, scope string) (*oauthserver.TokenResponse, *grantError) {
+func (s *Server) issueTokens(ctx context.Context, c *Client, g *Grant, scope string) (*oauthserver.TokenResponse, *oauthserver.Error) {
 	now := s.now()
 	exp := now.Add(s.opts.AccessTokenTTL)
 	if !g.UpstreamRefreshable && !g.UpstreamExpiry.IsZero() && g.UpstreamExpiry.Before(exp) {
@@ -307,7 +308,7 @@ func (s *Server) issueTokens(ctx context.Context, c *Client, g *Grant, scope str
 		if store.IsUnavailable(err) {
 			return nil, storeDown(err)
 		}
-		return nil, &grantError{http.StatusInternalServerError, "server_error", "The tokens could not be stored."}
+		return nil, &oauthserver.Error{Status: http.StatusInternalServerError, Code: "server_error", Description: "The tokens could not be stored."}
 	}
 	return resp, nil
 }
@@ -329,12 +330,7 @@ func (s *Server) dropIssued(ctx context.Context, resp *oauthserver.TokenResponse
 // are answered 200 and left alone.
 func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	f, e := oauthserver.ReadForm(w, r)
-	if e != nil {
-		writeOAuthError(w, e.Status, e.Code, e.Description)
-		return
-	}
-	c, ok := s.publicClient(ctx, w, r, f, false)
+	f, c, ok := s.clientRequest(w, r, false)
 	if !ok {
 		return
 	}
