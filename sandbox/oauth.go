@@ -677,8 +677,6 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) int {
 	return s.writeOAuthJSON(w, op, http.StatusOK, resp)
 }
 
-func grantErr(code, desc string) *oauthserver.Error { return oauthserver.BadRequest(code, desc) }
-
 // exchangeCode redeems an authorization code. The caller holds s.mu. Any presentation of a code uses
 // it up; presenting a used code again revokes the grant it produced (RFC 6749 section 4.1.2).
 func (s *Service) exchangeCode(c *oauthClient, f url.Values, now time.Time) (*oauthserver.TokenResponse, *oauthserver.Error) {
@@ -688,7 +686,7 @@ func (s *Service) exchangeCode(c *oauthClient, f url.Values, now time.Time) (*oa
 	}
 	ac := s.oauth.codes[oauthserver.Digest(cr.Code)]
 	if ac == nil {
-		return nil, grantErr("invalid_grant", "The authorization code is unknown or expired.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The authorization code is unknown or expired.")
 	}
 	if ac.Used {
 		if ac.GrantID != "" {
@@ -696,7 +694,7 @@ func (s *Service) exchangeCode(c *oauthClient, f url.Values, now time.Time) (*oa
 			s.changed()
 			s.log.Warn("sandbox: authorization code reused; its tokens are revoked", "client_id", ac.ClientID)
 		}
-		return nil, grantErr("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked.")
 	}
 	ac.Used = true
 	ic := oauthserver.IssuedCode{ClientID: ac.ClientID, RedirectURI: ac.RedirectURI, Challenge: ac.Challenge, Resource: ac.Resource, Expires: ac.Expires}
@@ -704,7 +702,7 @@ func (s *Service) exchangeCode(c *oauthClient, f url.Values, now time.Time) (*oa
 		return nil, e
 	}
 	if s.st.Users[ac.UserID] == nil {
-		return nil, grantErr("invalid_grant", "The user of the authorization code no longer exists.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The user of the authorization code no longer exists.")
 	}
 	g := &oauthGrant{ID: newID("g_"), ClientID: c.ID, UserID: ac.UserID, Scope: ac.Scope, Resource: ac.Resource, Created: now}
 	for s.st.OAuth.Grants[g.ID] != nil {
@@ -721,7 +719,7 @@ func (s *Service) exchangeCode(c *oauthClient, f url.Values, now time.Time) (*oa
 func (s *Service) refresh(c *oauthClient, f url.Values, now time.Time) (*oauthserver.TokenResponse, *oauthserver.Error) {
 	rt := f.Get("refresh_token")
 	if rt == "" {
-		return nil, grantErr("invalid_request", "refresh_token is required.")
+		return nil, oauthserver.BadRequest("invalid_request", "refresh_token is required.")
 	}
 	h := oauthserver.Digest(rt)
 	t := s.st.OAuth.RefreshTokens[h]
@@ -731,18 +729,18 @@ func (s *Service) refresh(c *oauthClient, f url.Values, now time.Time) (*oauthse
 	}
 	switch {
 	case t == nil || g == nil:
-		return nil, grantErr("invalid_grant", "The refresh token is unknown, expired or revoked.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The refresh token is unknown, expired or revoked.")
 	case g.ClientID != c.ID:
-		return nil, grantErr("invalid_grant", "The refresh token was issued to another client.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The refresh token was issued to another client.")
 	case t.Rotated:
 		s.st.OAuth.revokeGrant(g.ID)
 		s.changed()
 		s.log.Warn("sandbox: rotated refresh token reused; the grant is revoked", "client_id", c.ID)
-		return nil, grantErr("invalid_grant", "The refresh token was already used; every token of this grant is revoked. Sign in again.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The refresh token was already used; every token of this grant is revoked. Sign in again.")
 	case !now.Before(t.Expires):
-		return nil, grantErr("invalid_grant", "The refresh token has expired.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The refresh token has expired.")
 	case g.Resource != s.resourceID():
-		return nil, grantErr("invalid_grant", "The refresh token was issued for another resource ("+g.Resource+"). Sign in again.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The refresh token was issued for another resource ("+g.Resource+"). Sign in again.")
 	}
 	if e := oauthserver.CheckResourceParam(f, g.Resource); e != nil {
 		return nil, e
@@ -751,11 +749,11 @@ func (s *Service) refresh(c *oauthClient, f url.Values, now time.Time) (*oauthse
 	if sc := f.Get("scope"); sc != "" {
 		list, ok := parseScope(sc)
 		if !ok {
-			return nil, grantErr("invalid_scope", "The only scope is "+cardScope+".")
+			return nil, oauthserver.BadRequest("invalid_scope", "The only scope is "+cardScope+".")
 		}
 		for _, v := range list {
 			if !oauthserver.CoversScope(g.Scope, v) {
-				return nil, grantErr("invalid_scope", "The scope "+v+" was not granted.")
+				return nil, oauthserver.BadRequest("invalid_scope", "The scope "+v+" was not granted.")
 			}
 		}
 		scope = strings.Join(list, " ")
