@@ -346,15 +346,6 @@ var pageTemplates = template.Must(template.New("pages").Parse(`
 <p>If you allow it, the answer goes to <strong>{{.RedirectHost}}</strong>:<br><code>{{.RedirectURI}}</code></p>
 {{if .Loopback}}<p>That is an application on this computer. Allow only if you have just started signing in from an application you trust.</p>{{end}}
 </div>
-<form method="post" action="{{.Action}}">
-<input type="hidden" name="request" value="{{.Request}}">
-<input type="hidden" name="csrf" value="{{.CSRF}}">
-<button type="submit" name="decision" value="allow" class="primary">Allow</button>
-<button type="submit" name="decision" value="deny">Deny</button>
-</form>
+{{template "decision" .}}
 </body></html>{{end}}
-
-{{define "error"}}{{template "head" .}}
-<p>{{.Message}}</p>
-</body></html>{{end}}
-`))
+` + oauthserver.PageTemplates))

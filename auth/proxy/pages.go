@@ -36,23 +36,14 @@ var pages = template.Must(template.New("pages").Parse(`
 <p>If you allow it, the authorization goes to <strong>{{.RedirectHost}}</strong>:<br><code>{{.RedirectURI}}</code></p>
 {{if .Loopback}}<p>That is an application on this computer. Allow only if you have just started connecting from an application you trust.</p>{{end}}
 </div>
-<form method="post" action="{{.Action}}">
-<input type="hidden" name="request" value="{{.Request}}">
-<input type="hidden" name="csrf" value="{{.CSRF}}">
-<button type="submit" name="decision" value="allow" class="primary">Allow</button>
-<button type="submit" name="decision" value="deny">Deny</button>
-</form>
+{{template "decision" .}}
 </body></html>{{end}}
 
 {{define "return"}}{{template "head" .}}
 <p>{{.Message}}</p>
 <p><a href="{{.Refresh}}">Continue to {{.RedirectHost}}</a></p>
 </body></html>{{end}}
-
-{{define "error"}}{{template "head" .}}
-<p>{{.Message}}</p>
-</body></html>{{end}}
-`))
+` + oauthserver.PageTemplates))
 
 // writePage renders a page. Its CSP has no form-action: browsers apply form-action to every
 // redirect that follows a form submission, and the consent form's Allow ends, through the

@@ -37,3 +37,19 @@ func WriteHTML(w http.ResponseWriter, status int, page []byte, csp, referrer str
 	w.WriteHeader(status)
 	_, _ = w.Write(page)
 }
+
+// PageTemplates defines the page templates both servers' consent pages share, beside a "head"
+// template of their own: "decision", the consent form (Allow or Deny, posted to .Action with the
+// hidden fields request and csrf), and "error", a page with .Message.
+const PageTemplates = `
+{{define "decision"}}<form method="post" action="{{.Action}}">
+<input type="hidden" name="request" value="{{.Request}}">
+<input type="hidden" name="csrf" value="{{.CSRF}}">
+<button type="submit" name="decision" value="allow" class="primary">Allow</button>
+<button type="submit" name="decision" value="deny">Deny</button>
+</form>{{end}}
+
+{{define "error"}}{{template "head" .}}
+<p>{{.Message}}</p>
+</body></html>{{end}}
+`
