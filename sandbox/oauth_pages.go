@@ -17,7 +17,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"html/template"
 	"net/http"
 	"net/url"
 	"slices"
@@ -296,7 +295,7 @@ func pageCSP(formTarget string) string {
 		formAction += " " + src
 	}
 	return "frame-ancestors 'none'; default-src 'self'; form-action " + formAction +
-		"; base-uri 'none'; style-src '" + pageStyleHash + "'"
+		"; base-uri 'none'; style-src '" + pageTemplates.StyleHash + "'"
 }
 
 // cspSource is the CSP source expression of a redirect URI's origin. CSP host sources cannot name
@@ -312,19 +311,7 @@ func cspSource(uri string) string {
 	return u.Scheme + "://" + u.Host
 }
 
-var (
-	pageStyle     = oauthserver.PageStyle("34rem")
-	pageStyleHash = oauthserver.StyleHash(pageStyle)
-)
-
-var pageTemplates = template.Must(template.New("pages").Parse(`
-{{define "head"}}<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="same-origin"><title>{{.Title}} · Card service sandbox</title>
-<style>` + pageStyle + `</style></head><body>
-<p class="muted">Card service sandbox</p>
-<h1>{{.Title}}</h1>{{end}}
-
+var pageTemplates = oauthserver.NewPages("34rem", "Card service sandbox", "Card service sandbox", `
 {{define "signin"}}{{template "head" .}}
 <p><strong>{{.Client}}</strong> wants to use your card service account. Sign in first.</p>
 <p>Choose the sandbox account to sign in as.</p>
@@ -348,4 +335,4 @@ var pageTemplates = template.Must(template.New("pages").Parse(`
 </div>
 {{template "decision" .}}
 </body></html>{{end}}
-` + oauthserver.PageTemplates))
+`)

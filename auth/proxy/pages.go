@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"html/template"
 	"net/http"
 	"net/url"
 
@@ -13,19 +12,7 @@ import (
 // client, and error pages. They load nothing, cannot be framed, are never cached, and escape
 // all they show.
 
-var (
-	pageStyle     = oauthserver.PageStyle("36rem")
-	pageStyleHash = oauthserver.StyleHash(pageStyle)
-)
-
-var pages = template.Must(template.New("pages").Parse(`
-{{define "head"}}<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="same-origin">{{if .Refresh}}<meta http-equiv="refresh" content="0;url={{.Refresh}}">{{end}}
-<title>{{.Title}} · cardwriter-mcp</title><style>` + pageStyle + `</style></head><body>
-<p class="muted">cardwriter-mcp · remote MCP server for the card service</p>
-<h1>{{.Title}}</h1>{{end}}
-
+var pages = oauthserver.NewPages("36rem", "cardwriter-mcp", "cardwriter-mcp · remote MCP server for the card service", `
 {{define "consent"}}{{template "head" .}}
 <div class="box">
 <p><strong>{{.Client}}</strong>{{if not .Named}} (client <code>{{.ClientID}}</code>){{end}} wants to use cardwriter-mcp with your card service account:</p>
@@ -43,7 +30,7 @@ var pages = template.Must(template.New("pages").Parse(`
 <p>{{.Message}}</p>
 <p><a href="{{.Refresh}}">Continue to {{.RedirectHost}}</a></p>
 </body></html>{{end}}
-` + oauthserver.PageTemplates))
+`)
 
 // writePage renders a page. Its CSP has no form-action: browsers apply form-action to every
 // redirect that follows a form submission, and the consent form's Allow ends, through the
@@ -61,7 +48,7 @@ func (s *Server) writePage(w http.ResponseWriter, status int, name string, data 
 	if name == "return" {
 		referrer = "no-referrer" // the client's page must not see this address
 	}
-	oauthserver.WriteHTML(w, status, buf.Bytes(), "frame-ancestors 'none'; default-src 'none'; base-uri 'none'; style-src '"+pageStyleHash+"'", referrer)
+	oauthserver.WriteHTML(w, status, buf.Bytes(), "frame-ancestors 'none'; default-src 'none'; base-uri 'none'; style-src '"+pages.StyleHash+"'", referrer)
 }
 
 // errorPage answers with an HTML error page; it never redirects.

@@ -224,12 +224,12 @@ func TestWriteHTML(t *testing.T) {
 	if rec.Code != http.StatusTeapot || rec.Body.String() != "<p>x</p>" {
 		t.Errorf("got %d %q", rec.Code, rec.Body.String())
 	}
-	css := PageStyle("30rem")
+	css := pageStyle("30rem")
 	if !strings.Contains(css, "max-width:30rem;") {
 		t.Errorf("PageStyle does not take its width: %s", css)
 	}
 	// The hash of the empty string, as CSP level 3 computes it.
-	if got := StyleHash(""); got != "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=" {
-		t.Errorf("StyleHash(\"\") = %s", got)
+	if got := styleHash(""); got != "sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU=" {
+		t.Errorf("styleHash(\"\") = %s", got)
 	}
 }
