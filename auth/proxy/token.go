@@ -120,9 +120,6 @@ func (s *Server) publicClient(ctx context.Context, w http.ResponseWriter, r *htt
 	return c, true
 }
 
-// grantErr is a token endpoint error answered with 400.
-func grantErr(code, desc string) *oauthserver.Error { return oauthserver.BadRequest(code, desc) }
-
 // storeDown is the answer when the store failed (Redis down or slow): try again later; the
 // code or refresh token presented is as it was, unless the message says otherwise.
 func storeDown(error) *oauthserver.Error {
@@ -167,17 +164,17 @@ func (s *Server) exchangeCode(ctx context.Context, c *Client, f url.Values) (*oa
 		return nil, storeDown(err)
 	}
 	if err != nil || sec.Kind != KindCode {
-		return nil, grantErr("invalid_grant", "The authorization code is unknown or expired.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The authorization code is unknown or expired.")
 	}
 	if sec.Used {
 		s.revokeGrant(ctx, sec.GrantID, "authorization code presented twice")
-		return nil, grantErr("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The authorization code was already used; the tokens issued for it are revoked.")
 	}
 	// From here the code is spent: any failure ends its grant too.
 	ic := oauthserver.IssuedCode{ClientID: sec.ClientID, RedirectURI: sec.RedirectURI, Challenge: sec.Challenge, Resource: sec.Resource, Expires: sec.Expires}
 	if reason, e := ic.CheckRedemption(s.now(), c.ID, cr, f); e != nil {
 		s.revokeGrant(ctx, sec.GrantID, reason)
-		return nil, grantErr("invalid_grant", e.Description)
+		return nil, oauthserver.BadRequest("invalid_grant", e.Description)
 	}
 	g, err := s.store.UpdateGrant(ctx, sec.GrantID, func(g *Grant) error {
 		if g.Active {
@@ -187,7 +184,7 @@ func (s *Server) exchangeCode(ctx context.Context, c *Client, f url.Values) (*oa
 		return nil
 	})
 	if err != nil {
-		return nil, grantErr("invalid_grant", "The authorization is gone; authorize again.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The authorization is gone; authorize again.")
 	}
 	resp, ge := s.issueTokens(ctx, c, g, g.Scope)
 	if ge != nil {
@@ -204,7 +201,7 @@ func (s *Server) exchangeCode(ctx context.Context, c *Client, f url.Values) (*oa
 func (s *Server) refreshTokens(ctx context.Context, c *Client, f url.Values) (*oauthserver.TokenResponse, *oauthserver.Error) {
 	rt := f.Get("refresh_token")
 	if rt == "" {
-		return nil, grantErr("invalid_request", "refresh_token is required.")
+		return nil, oauthserver.BadRequest("invalid_request", "refresh_token is required.")
 	}
 	h := oauthserver.Digest(rt)
 	sec, err := s.store.GetSecret(ctx, h)
@@ -212,27 +209,27 @@ func (s *Server) refreshTokens(ctx context.Context, c *Client, f url.Values) (*o
 		return nil, storeDown(err)
 	}
 	if err != nil || sec.Kind != KindRefresh {
-		return nil, grantErr("invalid_grant", "The refresh token is unknown, expired or revoked.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The refresh token is unknown, expired or revoked.")
 	}
 	if sec.Used {
 		s.revokeGrant(ctx, sec.GrantID, "rotated refresh token presented again")
-		return nil, grantErr("invalid_grant", "The refresh token was already used; every token of this authorization is revoked. Authorize again.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The refresh token was already used; every token of this authorization is revoked. Authorize again.")
 	}
 	switch {
 	case !s.now().Before(sec.Expires):
-		return nil, grantErr("invalid_grant", "The refresh token has expired.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The refresh token has expired.")
 	case sec.ClientID != c.ID:
-		return nil, grantErr("invalid_grant", "The refresh token was issued to another client.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The refresh token was issued to another client.")
 	}
 	g, err := s.store.GetGrant(ctx, sec.GrantID)
 	if store.IsUnavailable(err) {
 		return nil, storeDown(err)
 	}
 	if err != nil || !g.Active {
-		return nil, grantErr("invalid_grant", "The authorization is gone; authorize again.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The authorization is gone; authorize again.")
 	}
 	if _, ok := s.acceptedResource(g.Resource); !ok {
-		return nil, grantErr("invalid_grant", "The refresh token was issued for another resource; authorize again.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The refresh token was issued for another resource; authorize again.")
 	}
 	if e := oauthserver.CheckResourceParam(f, g.Resource); e != nil {
 		return nil, e
@@ -240,20 +237,20 @@ func (s *Server) refreshTokens(ctx context.Context, c *Client, f url.Values) (*o
 	scope := g.Scope
 	if sc := f.Get("scope"); sc != "" {
 		if !oauthserver.CoversScope(g.Scope, sc) {
-			return nil, grantErr("invalid_scope", "Only the granted scope "+g.Scope+" can be asked for.")
+			return nil, oauthserver.BadRequest("invalid_scope", "Only the granted scope "+g.Scope+" can be asked for.")
 		}
 		scope = strings.Join(strings.Fields(sc), " ")
 	}
 	if g.UpstreamRefreshable && !g.UpstreamExpiry.IsZero() && !s.now().Add(time.Minute).Before(g.UpstreamExpiry) {
 		if _, err := s.upstreamAccess(ctx, g.ID, ""); err != nil {
 			if errors.Is(err, errGrantEnded) {
-				return nil, grantErr("invalid_grant", "The card service no longer honours this authorization; authorize again.")
+				return nil, oauthserver.BadRequest("invalid_grant", "The card service no longer honours this authorization; authorize again.")
 			}
 			s.log.Warn("refresh: the card service's token could not be refreshed now", "grant", g.ID, "err", err)
 			return nil, &oauthserver.Error{Status: http.StatusServiceUnavailable, Code: "temporarily_unavailable", Description: "The card service could not be reached; try again in a moment."}
 		}
 		if g, err = s.store.GetGrant(ctx, g.ID); err != nil {
-			return nil, grantErr("invalid_grant", "The authorization is gone; authorize again.")
+			return nil, oauthserver.BadRequest("invalid_grant", "The authorization is gone; authorize again.")
 		}
 	}
 	// The new tokens are stored first, and the old refresh token is spent last: a store that
@@ -270,12 +267,12 @@ func (s *Server) refreshTokens(ctx context.Context, c *Client, f url.Values) (*o
 		if store.IsUnavailable(err) {
 			return nil, storeDown(err)
 		}
-		return nil, grantErr("invalid_grant", "The refresh token is unknown, expired or revoked.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The refresh token is unknown, expired or revoked.")
 	}
 	if prev.Used {
 		s.dropIssued(ctx, resp)
 		s.revokeGrant(ctx, sec.GrantID, "rotated refresh token presented again")
-		return nil, grantErr("invalid_grant", "The refresh token was already used; every token of this authorization is revoked. Authorize again.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The refresh token was already used; every token of this authorization is revoked. Authorize again.")
 	}
 	s.log.Info("tokens refreshed", "grant", g.ID, "client_id", c.ID, "user", g.UserID)
 	return resp, nil
@@ -291,7 +288,7 @@ func (s *Server) issueTokens(ctx context.Context, c *Client, g *Grant, scope str
 		exp = g.UpstreamExpiry
 	}
 	if !now.Before(exp) {
-		return nil, grantErr("invalid_grant", "The card service's authorization has expired; authorize again.")
+		return nil, oauthserver.BadRequest("invalid_grant", "The card service's authorization has expired; authorize again.")
 	}
 	access := oauthserver.NewSecret(accessPrefix)
 	err := s.store.PutSecret(ctx, oauthserver.Digest(access), &Secret{Kind: KindAccess, GrantID: g.ID, ClientID: c.ID, Scope: scope, Resource: g.Resource, Expires: exp})
