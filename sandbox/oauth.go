@@ -614,25 +614,20 @@ func parseScope(sc string) ([]string, bool) {
 
 // ---- Token endpoint ----
 
-// publicClient identifies the calling public client by client_id. Public clients do not
-// authenticate: an Authorization header or a client_secret is refused with 401 invalid_client
-// (which also tells golang.org/x/oauth2's auto-detection to send client_id in the body).
+// publicClient identifies the calling public client by client_id; a request with client
+// credentials is refused (oauthserver.PublicClientID).
 func (s *Service) publicClient(w http.ResponseWriter, r *http.Request, op string, f url.Values, required bool) (*oauthClient, int) {
-	if oauthserver.HasClientCredentials(r, f) {
-		w.Header().Set("WWW-Authenticate", `Basic realm="sandbox"`)
-		return nil, s.writeOAuthError(w, op, http.StatusUnauthorized, "invalid_client",
-			"Clients of the sandbox are public (token_endpoint_auth_method none): send client_id in the form body, without an Authorization header or client_secret.")
+	id, e := oauthserver.PublicClientID(w, r, f, "sandbox", required)
+	if e != nil {
+		return nil, s.writeOAuthJSON(w, op, e.Status, e)
 	}
-	id := f.Get("client_id")
 	if id == "" {
-		if required {
-			return nil, s.writeOAuthError(w, op, http.StatusBadRequest, "invalid_request", "client_id is required.")
-		}
 		return nil, 0
 	}
 	c := s.st.OAuth.Clients[id]
 	if c == nil {
-		return nil, s.writeOAuthError(w, op, http.StatusUnauthorized, "invalid_client", "No client is registered with this client_id.")
+		e := oauthserver.UnknownClient()
+		return nil, s.writeOAuthJSON(w, op, e.Status, e)
 	}
 	return c, 0
 }

@@ -94,18 +94,12 @@ func (s *Server) clientRequest(w http.ResponseWriter, r *http.Request, required 
 // publicClient identifies the calling client by client_id; clients of this server are public
 // and send no credentials.
 func (s *Server) publicClient(ctx context.Context, w http.ResponseWriter, r *http.Request, f url.Values, required bool) (*Client, bool) {
-	if oauthserver.HasClientCredentials(r, f) {
-		w.Header().Set("WWW-Authenticate", `Basic realm="cardwriter-mcp"`)
-		writeOAuthError(w, http.StatusUnauthorized, "invalid_client",
-			"Clients of this server are public (token_endpoint_auth_method none): send client_id in the form body, without credentials.")
+	id, e := oauthserver.PublicClientID(w, r, f, "cardwriter-mcp", required)
+	if e != nil {
+		writeError(w, e)
 		return nil, false
 	}
-	id := f.Get("client_id")
 	if id == "" {
-		if required {
-			writeOAuthError(w, http.StatusBadRequest, "invalid_request", "client_id is required.")
-			return nil, false
-		}
 		return nil, true
 	}
 	c, err := s.client(ctx, id)
@@ -114,7 +108,7 @@ func (s *Server) publicClient(ctx context.Context, w http.ResponseWriter, r *htt
 		return nil, false
 	}
 	if err != nil {
-		writeOAuthError(w, http.StatusUnauthorized, "invalid_client", "No client is registered with this client_id.")
+		writeError(w, oauthserver.UnknownClient())
 		return nil, false
 	}
 	return c, true

@@ -233,3 +233,42 @@ func TestWriteHTML(t *testing.T) {
 		t.Errorf("styleHash(\"\") = %s", got)
 	}
 }
+
+func TestPublicClientID(t *testing.T) {
+	req := func(auth string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/token", nil)
+		if auth != "" {
+			r.Header.Set("Authorization", auth)
+		}
+		return r
+	}
+	for name, tt := range map[string]struct {
+		auth     string
+		f        url.Values
+		required bool
+		id       string
+		status   int
+	}{
+		"named":          {"", url.Values{"client_id": {"c1"}}, true, "c1", 0},
+		"none, optional": {"", url.Values{}, false, "", 0},
+		"none, required": {"", url.Values{}, true, "", http.StatusBadRequest},
+		"basic auth":     {"Basic YTpi", url.Values{"client_id": {"c1"}}, false, "", http.StatusUnauthorized},
+		"client_secret":  {"", url.Values{"client_id": {"c1"}, "client_secret": {"s"}}, true, "", http.StatusUnauthorized},
+	} {
+		rec := httptest.NewRecorder()
+		id, e := PublicClientID(rec, req(tt.auth), tt.f, "realm-x", tt.required)
+		status := 0
+		if e != nil {
+			status = e.Status
+		}
+		if id != tt.id || status != tt.status {
+			t.Errorf("%s: %q %v, want %q status %d", name, id, e, tt.id, tt.status)
+		}
+		if challenge := rec.Header().Get("WWW-Authenticate"); (status == http.StatusUnauthorized) != (challenge == `Basic realm="realm-x"`) {
+			t.Errorf("%s: challenge %q", name, challenge)
+		}
+	}
+	if e := UnknownClient(); e.Status != http.StatusUnauthorized || e.Code != "invalid_client" {
+		t.Errorf("UnknownClient = %+v", e)
+	}
+}

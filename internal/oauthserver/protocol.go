@@ -81,10 +81,27 @@ func RepeatedParam(q url.Values) string {
 	return ""
 }
 
-// HasClientCredentials reports whether a token or revocation request authenticates a client
-// (an Authorization header or a client_secret), which a public client must not do.
-func HasClientCredentials(r *http.Request, f url.Values) bool {
-	return r.Header.Get("Authorization") != "" || f.Get("client_secret") != ""
+// PublicClientID returns the client_id that a token or revocation request f of a public client
+// names ("" when it names none and none is required). A request that authenticates a client (an
+// Authorization header or a client_secret) is refused with 401 invalid_client and a Basic
+// challenge for realm set on w, which also tells golang.org/x/oauth2's auto-detection to send
+// client_id in the body.
+func PublicClientID(w http.ResponseWriter, r *http.Request, f url.Values, realm string, required bool) (string, *Error) {
+	if r.Header.Get("Authorization") != "" || f.Get("client_secret") != "" {
+		w.Header().Set("WWW-Authenticate", `Basic realm="`+realm+`"`)
+		return "", &Error{Status: http.StatusUnauthorized, Code: "invalid_client",
+			Description: "Clients of this server are public (token_endpoint_auth_method none): send client_id in the form body, without an Authorization header or client_secret."}
+	}
+	id := f.Get("client_id")
+	if id == "" && required {
+		return "", BadRequest("invalid_request", "client_id is required.")
+	}
+	return id, nil
+}
+
+// UnknownClient is the answer to a client_id under which no client is registered.
+func UnknownClient() *Error {
+	return &Error{Status: http.StatusUnauthorized, Code: "invalid_client", Description: "No client is registered with this client_id."}
 }
 
 // CheckGrantType checks a token request's grant_type against the supported ones and the ones
