@@ -621,7 +621,7 @@ func (s *simulator) consider(e *simEntry, state, step int, level float64) bool {
 		if text == "" {
 			e.say(step, "no keyword matched: the scan depth is 0, so there is no text to scan")
 		} else {
-			e.say(step, "no keyword matched"+where)
+			e.say(step, "no keyword matched")
 		}
 		return false
 	}
