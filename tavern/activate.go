@@ -256,6 +256,14 @@ func newSimEntry(i int, e *Entry, native MatchOptions) *simEntry {
 	return s
 }
 
+// effect is the entry's sticky or cooldown length (0: none).
+func (s *simEntry) effect(typ string) float64 {
+	if typ == EffectCooldown {
+		return s.cooldown
+	}
+	return s.sticky
+}
+
 // override is the entry's value of a per-entry option: true stays true; false is the global
 // setting unless the entry's raw field says false.
 func override(val bool, raw any) *bool {
@@ -416,6 +424,58 @@ func (b *scanBuffer) get(e *simEntry, state int) string {
 	return out
 }
 
+// textKey names one scan text of a step: its depth, and whether the recursion buffer is in it.
+type textKey struct {
+	depth   int
+	recurse bool
+}
+
+// scanText is a scan text with its lower-cased form, made once.
+type scanText struct {
+	raw    string
+	low    string
+	hasLow bool
+	rs     []rune
+	lowRs  []rune
+}
+
+// lowerRunes is lower as runes, made once.
+func (t *scanText) lowerRunes() []rune {
+	if t.lowRs == nil {
+		t.lowRs = []rune(t.lower())
+	}
+	return t.lowRs
+}
+
+// runes is the text as regexp2 reads it, made once.
+func (t *scanText) runes() []rune {
+	if t.rs == nil {
+		t.rs = []rune(t.raw)
+	}
+	return t.rs
+}
+
+func (t *scanText) lower() string {
+	if !t.hasLow {
+		t.low, t.hasLow = jsLower(t.raw), true
+	}
+	return t.low
+}
+
+// text is WorldInfoBuffer.get for an entry, computed once per depth in a step.
+func (s *simulator) text(e *simEntry, state int) *scanText {
+	k := textKey{depth: s.buf.global + s.buf.skew, recurse: state != stateMinActivations}
+	if e.scanDepth != nil {
+		k.depth = *e.scanDepth
+	}
+	if t, ok := s.texts[k]; ok {
+		return t
+	}
+	t := &scanText{raw: s.buf.get(e, state)}
+	s.texts[k] = t
+	return t
+}
+
 // simulator is one run of checkWorldInfo.
 type simulator struct {
 	opts    SimOptions
@@ -424,7 +484,8 @@ type simulator struct {
 	rng     *rand.Rand
 	regexes map[string]*jsRegex
 	words   map[string]*jsRegex
-	lowered map[string]string
+	texts   map[textKey]*scanText // the scan texts of the current step
+	macros  map[string]string     // keys after substituteParams
 	chatLen float64
 	// active timed effects for this scan (WorldInfoTimedEffects #buffer), by entry index
 	isSticky, isCooldown, isDelay map[int]bool
@@ -438,7 +499,7 @@ type simulator struct {
 // opts.Native, with SillyTavern's pipeline around them.
 func Simulate(entries []Entry, opts SimOptions) *Simulation {
 	s := &simulator{opts: opts, st: opts.Settings, buf: newScanBuffer(opts.Chat, opts.Settings),
-		regexes: map[string]*jsRegex{}, words: map[string]*jsRegex{}, lowered: map[string]string{},
+		regexes: map[string]*jsRegex{}, words: map[string]*jsRegex{}, texts: map[textKey]*scanText{}, macros: map[string]string{},
 		chatLen: float64(len(opts.Chat)), isSticky: map[int]bool{}, isCooldown: map[int]bool{}, isDelay: map[int]bool{},
 		meta: map[string]map[int]TimedEffect{EffectSticky: {}, EffectCooldown: {}}}
 	if opts.Seed != nil {
@@ -505,6 +566,7 @@ func (s *simulator) run(sorted []*simEntry) int {
 			break
 		}
 		count++
+		s.texts = map[textKey]*scanText{} // the buffer changed
 		var now []*simEntry
 		for _, e := range sorted {
 			if failed[e] || activated[e] {
@@ -609,7 +671,7 @@ func (s *simulator) consider(e *simEntry, state, step int, level float64) bool {
 		e.say(step, "entry has no keywords")
 		return false
 	}
-	text := s.buf.get(e, state)
+	text := s.text(e, state)
 	var hits []string
 	for _, k := range e.keys {
 		if s.keyMatches(text, k, e) {
@@ -618,7 +680,7 @@ func (s *simulator) consider(e *simEntry, state, step int, level float64) bool {
 	}
 	where := s.where(state, step)
 	if len(hits) == 0 {
-		if text == "" {
+		if text.raw == "" {
 			e.say(step, "no keyword matched: the scan depth is 0, so there is no text to scan")
 		} else {
 			e.say(step, "no keyword matched")
@@ -699,11 +761,15 @@ func secondaryGate(logic int, hit, miss []string) (bool, string) {
 
 // keyMatches is the key test of checkWorldInfo: substituteParams(key), falsy never matches, then
 // matchKeys with the trimmed result. Native keys are already trimmed and never regular expressions.
-func (s *simulator) keyMatches(text, key string, e *simEntry) bool {
+func (s *simulator) keyMatches(text *scanText, key string, e *simEntry) bool {
 	if e.native {
 		return s.plainMatch(text, key, *e.caseSensitive, *e.wholeWords, e)
 	}
-	sub := s.opts.Macros.Substitute(key)
+	sub, ok := s.macros[key]
+	if !ok {
+		sub = s.opts.Macros.Substitute(key)
+		s.macros[key] = sub
+	}
 	if sub == "" {
 		return false
 	}
@@ -714,9 +780,9 @@ func (s *simulator) keyMatches(text, key string, e *simEntry) bool {
 }
 
 // matchKeys is WorldInfoBuffer.matchKeys.
-func (s *simulator) matchKeys(text, needle string, e *simEntry) bool {
+func (s *simulator) matchKeys(text *scanText, needle string, e *simEntry) bool {
 	if re := s.regex(needle, e); re != nil {
-		ok, err := re.test(text)
+		ok, err := re.testRunes(text.runes())
 		if err != nil {
 			e.note(fmt.Sprintf("regular expression %q took too long and counts as no match", needle))
 		}
@@ -733,16 +799,13 @@ func (s *simulator) matchKeys(text, needle string, e *simEntry) bool {
 }
 
 // plainMatch is matchKeys for a key that is not a regular expression.
-func (s *simulator) plainMatch(text, needle string, cs, ww bool, e *simEntry) bool {
+func (s *simulator) plainMatch(t *scanText, needle string, cs, ww bool, e *simEntry) bool {
+	text := t.raw
 	if !cs {
-		l, ok := s.lowered[text]
-		if !ok {
-			l = jsLower(text)
-			s.lowered[text] = l
-		}
-		text, needle = l, jsLower(needle)
+		text, needle = t.lower(), jsLower(needle)
 	}
-	if !ww || jsWordCount(needle) > 1 {
+	if !ww || jsWordCount(needle) > 1 || !strings.Contains(text, needle) {
+		// A whole word is a substring first; most keys are not even that.
 		return strings.Contains(text, needle)
 	}
 	re, ok := s.words[needle]
@@ -759,7 +822,11 @@ func (s *simulator) plainMatch(text, needle string, cs, ww bool, e *simEntry) bo
 		e.note(fmt.Sprintf("key %q could not be matched as a whole word", needle))
 		return false
 	}
-	ok, err := re.test(text)
+	rs := t.runes()
+	if !cs {
+		rs = t.lowerRunes()
+	}
+	ok, err := re.testRunes(rs)
 	if err != nil {
 		e.note(fmt.Sprintf("whole-word match of %q took too long and counts as no match", needle))
 	}
@@ -1008,7 +1075,7 @@ func (s *simulator) score(e *simEntry, state int) int {
 	if len(e.keys) == 0 {
 		return 0
 	}
-	text := s.buf.get(e, state)
+	text := s.text(e, state)
 	test := func(k string) bool {
 		if e.native {
 			return k != "" && s.plainMatch(text, k, *e.caseSensitive, *e.wholeWords, e)
@@ -1090,11 +1157,7 @@ func (s *simulator) checkTimedEffects(all []*simEntry) {
 				continue
 			}
 			e := all[idx]
-			n := e.sticky
-			if typ == EffectCooldown {
-				n = e.cooldown
-			}
-			if n == 0 {
+			if e.effect(typ) == 0 {
 				delete(s.meta[typ], idx) // the entry has no such effect (any more)
 				continue
 			}
@@ -1127,10 +1190,7 @@ func (s *simulator) setTimedEffects(all []*simEntry) {
 			continue
 		}
 		for _, typ := range []string{EffectSticky, EffectCooldown} {
-			n := e.sticky
-			if typ == EffectCooldown {
-				n = e.cooldown
-			}
+			n := e.effect(typ)
 			if n == 0 {
 				continue
 			}

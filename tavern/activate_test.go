@@ -2,6 +2,7 @@ package tavern
 
 import (
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -395,5 +396,24 @@ func TestSimulate(t *testing.T) {
 				diff(t, "timed effects after", tc.effects, sim.TimedEffects)
 			}
 		})
+	}
+}
+
+// BenchmarkSimulate: a large book (2,000 entries, regex and whole-word keys) over a long chat with recursion.
+func BenchmarkSimulate(b *testing.B) {
+	var entries []Entry
+	for i := 0; i < 2000; i++ {
+		e := options(ent("E", "word"+strconv.Itoa(i), "/key"+strconv.Itoa(i)+"(?=s)/i", "two words"+strconv.Itoa(i)), false, i%2 == 0)
+		entries = append(entries, content(e, "mentions word"+strconv.Itoa(i+1)))
+	}
+	msgs := make([]string, 50)
+	for i := range msgs {
+		msgs[i] = strings.Repeat("a long line of chat text with word0 in it. ", 20)
+	}
+	o := SimOptions{Settings: DefaultSettings(), Chat: chat(msgs...)}
+	o.Settings.Recursive, o.Settings.MaxRecursionSteps = true, 5
+	b.ReportAllocs()
+	for b.Loop() {
+		Simulate(entries, o)
 	}
 }

@@ -64,8 +64,11 @@ func compileJSRegex(pattern, flags string) (*jsRegex, error) {
 }
 
 // test is RegExp.prototype.test on a fresh RegExp (lastIndex 0).
-func (r *jsRegex) test(s string) (bool, error) {
-	m, err := r.re.FindStringMatch(s)
+func (r *jsRegex) test(s string) (bool, error) { return r.testRunes([]rune(s)) }
+
+// testRunes is test on a text already split into runes.
+func (r *jsRegex) testRunes(rs []rune) (bool, error) {
+	m, err := r.re.FindRunesMatch(rs)
 	if err != nil {
 		return false, errRegexTimeout
 	}
