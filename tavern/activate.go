@@ -311,7 +311,7 @@ func jsNumber(v any) (float64, bool) {
 		return 0, true
 	case string:
 		f, err := strconv.ParseFloat(jsTrim(t), 64)
-		return f, err == nil && jsTrim(t) != ""
+		return f, err == nil && jsTrim(t) != "" && !math.IsNaN(f) && !math.IsInf(f, 0)
 	}
 	return 0, false
 }

@@ -1,6 +1,7 @@
 package tavern
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,32 @@ func FuzzRegexKey(f *testing.F) {
 		sim := Simulate([]Entry{options(ent("A", key), false, true), ent("B", key)}, SimOptions{Settings: DefaultSettings(), Chat: chat(text)})
 		if len(sim.Results) != 2 {
 			t.Fatalf("%d results", len(sim.Results))
+		}
+	})
+}
+
+// FuzzSimulate: any extension fields (as JSON) and any chat: Simulate never panics and answers
+// for every entry.
+func FuzzSimulate(f *testing.F) {
+	for _, s := range []string{`{"probability":50,"group":"a,b","sticky":2}`, `{"scan_depth":"Infinity","delay_until_recursion":"x"}`,
+		`{"group_weight":-5,"group":"1","use_group_scoring":true}`, `{"cooldown":1e308,"delay":-1}`} {
+		f.Add(s, "kraken storm", uint64(1))
+	}
+	f.Fuzz(func(t *testing.T, ext, text string, seed uint64) {
+		var m map[string]any
+		if json.Unmarshal([]byte(ext), &m) != nil {
+			return
+		}
+		a := ent("A", "kraken", "/st(?=orm)/")
+		a.Extensions = map[string]any{"extensions": m}
+		b := with(content(ent("B", "storm"), "kraken"), "group", "a")
+		effects := []TimedEffect{{Type: EffectSticky, Entry: 0, Start: 0, End: 3}, {Type: EffectCooldown, Entry: 7, Start: 0, End: 2}}
+		for _, sd := range []*uint64{nil, &seed} {
+			o := SimOptions{Settings: DefaultSettings(), Chat: chat(text, text), Seed: sd, TimedEffects: effects}
+			o.Settings.Recursive, o.Settings.MinActivations = true, 3
+			if sim := Simulate([]Entry{a, b, a}, o); len(sim.Results) != 3 {
+				t.Fatalf("%d results", len(sim.Results))
+			}
 		}
 	})
 }

@@ -240,6 +240,9 @@ func testWorldbookTriggers(ctx context.Context, c *Call) (json.RawMessage, error
 	}
 	for _, t := range sim.TimedEffects {
 		idx := t.Entry
+		if idx < 0 || idx >= len(entries) {
+			continue // effectEntry admitted only entries of the list
+		}
 		out.TimedEffects = append(out.TimedEffects, triggerEffect{EntryID: entries[idx].EntryID, Index: &idx, Type: t.Type, Start: t.Start, End: t.End, Protected: t.Protected})
 	}
 	return marshalNoEscape(out)
