@@ -906,6 +906,14 @@ func (s *simulator) filterByInclusionGroups(newEntries, allActivated []*simEntry
 		e.res.Reason = ""
 		newEntries = append(newEntries[:i:i], newEntries[i+1:]...)
 	}
+	present := func(e *simEntry) bool {
+		for _, x := range newEntries {
+			if x == e {
+				return true
+			}
+		}
+		return false
+	}
 	// filterGroupsByTimedEffects
 	hasSticky := map[string]bool{}
 	for _, g := range groups {
@@ -1000,7 +1008,10 @@ func (s *simulator) filterByInclusionGroups(newEntries, allActivated []*simEntry
 					remove(e, fmt.Sprintf("inclusion group %q: %q has groupOverride and the highest order", g.name, w.e.Name))
 				}
 			}
-			w.res.Group = g.name
+			if present(w) {
+				w.res.Group = g.name
+				w.res.Reason += fmt.Sprintf("; won inclusion group %q by groupOverride", g.name)
+			}
 			continue
 		}
 		total := 0.0
@@ -1044,7 +1055,15 @@ func (s *simulator) filterByInclusionGroups(newEntries, allActivated []*simEntry
 				remove(e, fmt.Sprintf("inclusion group %q: %q %s", g.name, winner.e.Name, how))
 			}
 		}
+		if !present(winner) {
+			continue // removed before, by a timed effect or SillyTavern's splice(-1, 1)
+		}
 		winner.res.Group = g.name
+		if s.rng != nil {
+			winner.res.Reason += fmt.Sprintf("; won inclusion group %q by the weighted roll", g.name)
+		} else {
+			winner.res.Reason += fmt.Sprintf("; won inclusion group %q as its heaviest member (weight %s of %s, no seed to roll)", g.name, fnum(winner.groupWeight), fnum(total))
+		}
 	}
 	return newEntries
 }
