@@ -54,6 +54,9 @@ func compileJSRegex(pattern, flags string) (*jsRegex, error) {
 			return nil, fmt.Errorf("unknown flag %c", f)
 		}
 	}
+	if !seen['u'] {
+		pattern = identityEscapes(pattern)
+	}
 	re, err := regexp2.Compile(pattern, opts)
 	if err != nil {
 		return nil, err
@@ -61,6 +64,28 @@ func compileJSRegex(pattern, flags string) (*jsRegex, error) {
 	re.MatchTimeout = regexTimeout
 	out.re = re
 	return out, nil
+}
+
+// identityEscapes rewrites the escapes that mean a plain letter in a JavaScript pattern without
+// the u flag but a Unicode property in regexp2: \p and \P are p and P there (Annex B).
+func identityEscapes(p string) string {
+	if !strings.Contains(p, `\p`) && !strings.Contains(p, `\P`) {
+		return p
+	}
+	var b strings.Builder
+	for i := 0; i < len(p); i++ {
+		if p[i] == '\\' && i+1 < len(p) {
+			if p[i+1] == 'p' || p[i+1] == 'P' {
+				b.WriteByte(p[i+1])
+			} else {
+				b.WriteString(p[i : i+2])
+			}
+			i++
+			continue
+		}
+		b.WriteByte(p[i])
+	}
+	return b.String()
 }
 
 // test is RegExp.prototype.test on a fresh RegExp (lastIndex 0).

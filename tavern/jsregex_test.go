@@ -55,6 +55,10 @@ func TestParseRegexKey(t *testing.T) {
 		{`/x/gg`, "x", false, false},
 		{`//`, "", false, false},
 		{`/(?<year>\d{4})-\k<year>/`, "2024-2024", true, true},
+		{`/\p{L}/`, "p{L}", true, true}, // without u, \p is the letter p
+		{`/\p{L}/`, "é", true, false},
+		{`/\p{L}/u`, "é", true, true},
+		{`/[\P]/`, "P", true, true},
 	} {
 		re := parseRegexKey(tc.key)
 		if (re != nil) != tc.regex {
