@@ -19,7 +19,7 @@ type Result struct {
 	Matched []string `json:"matched"`
 	// Reason explains the outcome in one sentence.
 	Reason string `json:"reason"`
-	// Key is the main keyword that activated the entry (SillyTavern's first matching key), if one did.
+	// Key is the first main keyword that matched (the one SillyTavern activates the entry by), if any did.
 	Key string `json:"key,omitempty"`
 	// Step is the scan step the entry fired in: 1 is the first scan, later ones recursion or a wider scan.
 	Step int `json:"step,omitempty"`
