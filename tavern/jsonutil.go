@@ -164,7 +164,7 @@ func asStrings(v any, path string, split bool) ([]string, error) {
 func splitList(s string) []string {
 	if t := strings.TrimSpace(s); t == "" {
 		return nil
-	} else if _, ok := splitRegexKey(t); ok {
+	} else if _, _, ok := splitRegexKey(t); ok {
 		return []string{t}
 	}
 	var out []string

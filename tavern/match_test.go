@@ -57,8 +57,8 @@ func TestMatch(t *testing.T) {
 		{name: "whole words: a later occurrence counts", entry: Entry{IsEnabled: true, Keywords: []string{"sea"}, MatchOptions: tavern(false, true, 0)}, text: "seas, then the sea", fired: true, matched: []string{"sea"}, reason: `keyword "sea" matched`},
 		{name: "whole words: a multi-word key is a substring", entry: Entry{IsEnabled: true, Keywords: []string{"sea monster"}, MatchOptions: tavern(false, true, 0)}, text: "two sea monsters", fired: true, matched: []string{"sea monster"}, reason: `keyword "sea monster" matched`},
 		{name: "whole words: non-ASCII letters are boundaries (JavaScript \\W)", entry: Entry{IsEnabled: true, Keywords: []string{"caf"}, MatchOptions: tavern(false, true, 0)}, text: "un café", fired: true, matched: []string{"caf"}, reason: `keyword "caf" matched`},
-		{name: "whole words: CJK key is a substring, with a note", entry: Entry{IsEnabled: true, Keywords: []string{"龍"}, MatchOptions: tavern(false, true, 0)}, text: "東海の龍王が来た", fired: true, matched: []string{"龍"}, reason: `keyword "龍" matched; "龍" is CJK text, so whole-word matching does not apply and it matched as a substring`},
-		{name: "whole words: CJK key next to Latin letters", entry: Entry{IsEnabled: true, Keywords: []string{"ドラゴン"}, MatchOptions: tavern(false, true, 0)}, text: "bigドラゴンs", fired: true, matched: []string{"ドラゴン"}, reason: "whole-word matching does not apply", partial: true},
+		{name: "whole words: CJK neighbours are boundaries (JavaScript \\W)", entry: Entry{IsEnabled: true, Keywords: []string{"龍"}, MatchOptions: tavern(false, true, 0)}, text: "東海の龍王が来た", fired: true, matched: []string{"龍"}, reason: `keyword "龍" matched`},
+		{name: "whole words: CJK key next to Latin letters is not a whole word", entry: Entry{IsEnabled: true, Keywords: []string{"ドラゴン"}, MatchOptions: tavern(false, true, 0)}, text: "bigドラゴンs", reason: "no keyword matched"},
 		{name: "no whole words: CJK substring, no note", entry: Entry{IsEnabled: true, Keywords: []string{"龍"}, MatchOptions: tavern(false, false, 0)}, text: "龍王", fired: true, matched: []string{"龍"}, reason: `keyword "龍" matched`},
 
 		// Regular expression keys.
@@ -70,12 +70,14 @@ func TestMatch(t *testing.T) {
 		{name: "regex: without s, . stops at newlines", entry: Entry{IsEnabled: true, Keywords: []string{`/a.b/`}, MatchOptions: tavern(false, false, 0)}, text: "a\nb", reason: "no keyword matched"},
 		{name: "regex: g and u change nothing", entry: Entry{IsEnabled: true, Keywords: []string{`/kr.ken/gu`}, MatchOptions: tavern(false, false, 0)}, text: "kraken", fired: true, matched: []string{`/kr.ken/gu`}, reason: "matched", partial: true},
 		{name: "regex: y anchors at the start", entry: Entry{IsEnabled: true, Keywords: []string{`/storm/y`}, MatchOptions: tavern(false, false, 0)}, text: "a storm", reason: "no keyword matched"},
-		{name: "regex: \\u escapes", entry: Entry{IsEnabled: true, Keywords: []string{`/\u9F8D|\u{1F409}/`}, MatchOptions: tavern(false, false, 0)}, text: "🐉", fired: true, matched: []string{`/\u9F8D|\u{1F409}/`}, reason: "matched", partial: true},
+		{name: "regex: \\u{...} escapes with u", entry: Entry{IsEnabled: true, Keywords: []string{`/\u9F8D|\u{1F409}/u`}, MatchOptions: tavern(false, false, 0)}, text: "🐉", fired: true, matched: []string{`/\u9F8D|\u{1F409}/u`}, reason: "matched", partial: true},
+		{name: "regex: \\u{...} without u is the letter u and braces", entry: Entry{IsEnabled: true, Keywords: []string{`/\u{1F409}/`}, MatchOptions: tavern(false, false, 0)}, text: "🐉", reason: "no keyword matched"},
 		{name: "regex: escaped slash", entry: Entry{IsEnabled: true, Keywords: []string{`/and\/or/`}, MatchOptions: tavern(false, false, 0)}, text: "this and/or that", fired: true, matched: []string{`/and\/or/`}, reason: "matched", partial: true},
 		{name: "regex: unescaped slash makes it plain text", entry: Entry{IsEnabled: true, Keywords: []string{`/a/b/`}, MatchOptions: tavern(false, false, 0)}, text: "path /a/b/ here", fired: true, matched: []string{`/a/b/`}, reason: "matched", partial: true},
-		{name: "regex: lookahead is invalid in Go and never matches", entry: Entry{IsEnabled: true, Keywords: []string{`/kraken(?=s)/`}, MatchOptions: tavern(false, false, 0)}, text: "krakens", reason: `no keyword matched; key "/kraken(?=s)/" is not a valid regular expression here`, partial: true},
-		{name: "regex: repeated flag is invalid", entry: Entry{IsEnabled: true, Keywords: []string{`/kraken/ii`}, MatchOptions: tavern(false, false, 0)}, text: "kraken", reason: "never matches", partial: true},
-		{name: "regex: an invalid key does not stop a valid one", entry: Entry{IsEnabled: true, Keywords: []string{`/(/`, "kraken"}, MatchOptions: tavern(false, false, 0)}, text: "kraken", fired: true, matched: []string{"kraken"}, reason: `keyword "kraken" matched; key "/(/" is not a valid regular expression here`, partial: true},
+		{name: "regex: lookahead works as in JavaScript", entry: Entry{IsEnabled: true, Keywords: []string{`/kraken(?=s)/`}, MatchOptions: tavern(false, false, 0)}, text: "krakens", fired: true, matched: []string{`/kraken(?=s)/`}, reason: `keyword "/kraken(?=s)/" matched`},
+		{name: "regex: repeated flag is invalid, so the key is plain text", entry: Entry{IsEnabled: true, Keywords: []string{`/kraken/ii`}, MatchOptions: tavern(false, false, 0)}, text: "kraken", reason: "so it is matched as plain text", partial: true},
+		{name: "regex: an invalid key is found as plain text", entry: Entry{IsEnabled: true, Keywords: []string{`/kraken/ii`}, MatchOptions: tavern(false, false, 0)}, text: "see /kraken/ii", fired: true, matched: []string{`/kraken/ii`}, reason: "so it is matched as plain text", partial: true},
+		{name: "regex: an invalid key does not stop a valid one", entry: Entry{IsEnabled: true, Keywords: []string{`/(/`, "kraken"}, MatchOptions: tavern(false, false, 0)}, text: "kraken", fired: true, matched: []string{"kraken"}, reason: `keyword "kraken" matched; key "/(/" is not a valid regular expression`, partial: true},
 		{name: "regex: secondary key", entry: Entry{IsEnabled: true, Keywords: []string{"kraken"}, SecondaryKeywords: []string{`/storm|gale/`}, MatchOptions: tavern(false, false, 0)}, text: "kraken in a gale", fired: true, matched: []string{"kraken", `/storm|gale/`}, reason: `secondary gate (any) satisfied by "/storm|gale/"`, partial: true},
 
 		// selectiveLogic.
@@ -147,7 +149,7 @@ func TestTriggersJSON(t *testing.T) {
 	if err := json.Unmarshal(mustJSON(t, rep), &got); err != nil {
 		t.Fatal(err)
 	}
-	diff(t, "fired", []map[string]any{{"entryId": "a", "name": "A", "matched": []any{"x"}, "reason": `keyword "x" matched`}}, got["fired"])
+	diff(t, "fired", []map[string]any{{"entryId": "a", "name": "A", "matched": []any{"x"}, "key": "x", "step": float64(1), "reason": `keyword "x" matched`}}, got["fired"])
 	diff(t, "notFired", []map[string]any{{"entryId": "b", "name": "B", "matched": []any{}, "reason": "no keyword matched"}}, got["notFired"])
 	empty := Triggers(nil, "x", MatchOptions{})
 	diff(t, "empty", `{"fired":[],"notFired":[]}`, string(mustJSON(t, empty)))
@@ -170,9 +172,9 @@ func TestSplitRegexKey(t *testing.T) {
 		{"/abc", false, "", ""},
 		{"/a/i/", false, "", ""},
 	} {
-		rx, ok := splitRegexKey(tc.in)
-		if ok != tc.ok || rx.pattern != tc.pattern || rx.flags != tc.flags {
-			t.Errorf("splitRegexKey(%q) = %+v %v", tc.in, rx, ok)
+		pattern, flags, ok := splitRegexKey(tc.in)
+		if ok != tc.ok || pattern != tc.pattern || flags != tc.flags {
+			t.Errorf("splitRegexKey(%q) = %q %q %v", tc.in, pattern, flags, ok)
 		}
 	}
 }

@@ -98,7 +98,7 @@ func tavernEntries(list []upstream.WorldbookEntry) []tavern.Entry {
 	out := make([]tavern.Entry, 0, len(list))
 	for _, e := range list {
 		te := tavern.Entry{EntryID: e.EntryID, Name: e.Name, Content: e.Content, Keywords: e.Keywords,
-			SecondaryKeywords: e.SecondaryKeywords, IsEnabled: e.IsEnabled, IsConstant: e.IsConstant}
+			SecondaryKeywords: e.SecondaryKeywords, IsEnabled: e.IsEnabled, IsConstant: e.IsConstant, SortOrder: e.SortOrder}
 		if e.MatchOptions != nil {
 			mo := tavern.MatchOptions(*e.MatchOptions)
 			te.MatchOptions = &mo

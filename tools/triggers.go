@@ -10,26 +10,24 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
-// triggerTools is test_worldbook_triggers, of the worldbook toolset: which entries a passage
-// would activate. Its schemas are in schema/tools.json (it is no single contract operation).
+// triggerTools is test_worldbook_triggers, of the worldbook toolset: which entries a passage or a
+// chat would activate, by SillyTavern's World Info rules (tavern.Simulate). Its schemas are in
+// schema/tools.json (it is no single contract operation).
 func triggerTools() []Tool {
 	return []Tool{
 		{
 			Name:    "test_worldbook_triggers",
 			Toolset: ToolsetWorldbook,
-			Title:   "Test which worldbook entries a passage triggers",
-			Description: "Show which worldbook entries a passage of text would activate, and why, without changing anything. " +
-				"Give text and either worldbookId (the worldbook's entries are read from the card service) or entries (in the " +
-				"service's entry shape, e.g. drafts not written yet, or list_worldbook_entries output). " +
-				"Entries whose matchOptions is null follow the card service's native rules: keywords match case-insensitively " +
-				"as substrings, and secondaryKeywords are an AND gate (a main keyword and one of them must both appear). " +
-				"Entries with matchOptions (tavern-format worldbooks) follow SillyTavern's rules: caseSensitive; matchWholeWords " +
-				"(keys with spaces, and CJK keys, still match as substrings); keys written /pattern/flags are regular " +
-				"expressions; selectiveLogic combines the secondaryKeywords (0 any, 1 not all, 2 none, 3 all). Disabled entries " +
-				"never fire and constant ones always do. With entries, format tavern makes entries without matchOptions follow " +
-				"SillyTavern's rules with default options. Returns fired and notFired, each entry with its index, the keywords " +
-				"that matched and the reason; use it to check keywords before or after writing a worldbook.\n\n" +
-				`Example: {"worldbookId":"wb_41d0e7","text":"The Kestrel drops out of the jump gate into a storm."}`,
+			Title:   "Test which worldbook entries a passage or chat triggers",
+			Description: "Simulate which worldbook entries a passage (text) or chat (messages, newest last) activates, and why; " +
+				"changes nothing. Give worldbookId (an imported tavern worldbook keeps its SillyTavern fields) or entries (the " +
+				"service's entry shape, e.g. drafts or list_worldbook_entries output, plus optional sillyTavern fields). Entries " +
+				"with matchOptions null follow the service: case-insensitive substrings, secondaryKeywords an AND gate. Entries " +
+				"with matchOptions follow SillyTavern exactly: JavaScript /regex/flags keys, whole words, the newest scanDepth " +
+				"messages, {{char}}/{{user}}, selectiveLogic, probability (seed rolls it, else the chance is given), inclusion " +
+				"groups, recursion, sticky/cooldown/delay (pass back timedEffects next turn). Each entry is in fired or notFired " +
+				"with key, step, group, chance and reason.\n\n" +
+				`Example: {"worldbookId":"wb_41d0e7","chat":[{"name":"Mira","text":"We drop out of the jump gate."}],"charName":"Mira"}`,
 			Annotations: readHints(),
 			Handler:     testWorldbookTriggers,
 			Summary: func(out map[string]any) string {
@@ -50,14 +48,54 @@ func triggerTools() []Tool {
 }
 
 type triggerArgs struct {
-	WorldbookID string         `json:"worldbookId"`
-	Entries     []triggerEntry `json:"entries"`
-	Text        string         `json:"text"`
-	Format      string         `json:"format"`
+	WorldbookID  string           `json:"worldbookId"`
+	Entries      []triggerEntry   `json:"entries"`
+	Text         *string          `json:"text"`
+	Chat         []tavern.Message `json:"chat"`
+	Format       string           `json:"format"`
+	CharName     string           `json:"charName"`
+	UserName     string           `json:"userName"`
+	ScanDepth    *int             `json:"scanDepth"`
+	Seed         *uint64          `json:"seed"`
+	Settings     triggerSettings  `json:"settings"`
+	TimedEffects []triggerEffect  `json:"timedEffects"`
+}
+
+// triggerSettings are SillyTavern's global World Info settings a call may set (scanDepth is beside them).
+type triggerSettings struct {
+	Recursive              *bool `json:"recursive"`
+	MaxRecursionSteps      *int  `json:"maxRecursionSteps"`
+	CaseSensitive          *bool `json:"caseSensitive"`
+	MatchWholeWords        *bool `json:"matchWholeWords"`
+	UseGroupScoring        *bool `json:"useGroupScoring"`
+	IncludeNames           *bool `json:"includeNames"`
+	MinActivations         *int  `json:"minActivations"`
+	MinActivationsDepthMax *int  `json:"minActivationsDepthMax"`
+}
+
+// apply sets the settings given on s.
+func (t triggerSettings) apply(s *tavern.Settings) {
+	for _, b := range []struct {
+		v   *bool
+		dst *bool
+	}{{t.Recursive, &s.Recursive}, {t.CaseSensitive, &s.CaseSensitive}, {t.MatchWholeWords, &s.MatchWholeWords},
+		{t.UseGroupScoring, &s.UseGroupScoring}, {t.IncludeNames, &s.IncludeNames}} {
+		if b.v != nil {
+			*b.dst = *b.v
+		}
+	}
+	for _, n := range []struct {
+		v   *int
+		dst *int
+	}{{t.MaxRecursionSteps, &s.MaxRecursionSteps}, {t.MinActivations, &s.MinActivations}, {t.MinActivationsDepthMax, &s.MinActivationsDepthMax}} {
+		if n.v != nil {
+			*n.dst = *n.v
+		}
+	}
 }
 
 // triggerEntry is an entry as the tool takes it: the service's shape, every field but keywords
-// optional (isEnabled defaults to true, as on create).
+// optional (isEnabled defaults to true, as on create), plus SillyTavern's own fields.
 type triggerEntry struct {
 	EntryID           string               `json:"entryId"`
 	Name              string               `json:"name"`
@@ -67,6 +105,28 @@ type triggerEntry struct {
 	MatchOptions      *tavern.MatchOptions `json:"matchOptions"`
 	IsEnabled         *bool                `json:"isEnabled"`
 	IsConstant        bool                 `json:"isConstant"`
+	SortOrder         int                  `json:"sortOrder"`
+	SillyTavern       map[string]any       `json:"sillyTavern"`
+}
+
+// sillyTavernFields maps the tool's sillyTavern field names to the V3 lorebook extension names
+// tavern.Simulate reads.
+var sillyTavernFields = map[string]string{
+	"probability": "probability", "useProbability": "useProbability", "group": "group",
+	"groupOverride": "group_override", "groupWeight": "group_weight", "useGroupScoring": "use_group_scoring",
+	"sticky": "sticky", "cooldown": "cooldown", "delay": "delay", "excludeRecursion": "exclude_recursion",
+	"preventRecursion": "prevent_recursion", "delayUntilRecursion": "delay_until_recursion",
+	"scanDepth": "scan_depth", "caseSensitive": "case_sensitive", "matchWholeWords": "match_whole_words",
+}
+
+// triggerEffect is a sticky or cooldown record, in and out: the entry by entryId, else by index.
+type triggerEffect struct {
+	EntryID   string  `json:"entryId,omitempty"`
+	Index     *int    `json:"index,omitempty"`
+	Type      string  `json:"type"`
+	Start     float64 `json:"start"`
+	End       float64 `json:"end"`
+	Protected bool    `json:"protected"`
 }
 
 // triggerResult is one entry of the report, with its position.
@@ -76,18 +136,34 @@ type triggerResult struct {
 	Index   int      `json:"index"`
 	Matched []string `json:"matched"`
 	Reason  string   `json:"reason"`
+	Key     string   `json:"key,omitempty"`
+	Step    int      `json:"step,omitempty"`
+	Group   string   `json:"group,omitempty"`
+	Chance  *float64 `json:"chance,omitempty"`
 }
 
 // triggerReport is test_worldbook_triggers' result (tools.json).
 type triggerReport struct {
-	WorldbookID string          `json:"worldbookId,omitempty"`
-	Format      string          `json:"format"`
-	EntryCount  int             `json:"entryCount"`
-	Fired       []triggerResult `json:"fired"`
-	NotFired    []triggerResult `json:"notFired"`
+	WorldbookID  string          `json:"worldbookId,omitempty"`
+	Format       string          `json:"format"`
+	EntryCount   int             `json:"entryCount"`
+	Steps        int             `json:"steps"`
+	Settings     tavern.Settings `json:"settings"`
+	Fired        []triggerResult `json:"fired"`
+	NotFired     []triggerResult `json:"notFired"`
+	TimedEffects []triggerEffect `json:"timedEffects"`
 }
 
-// testWorldbookTriggers runs tavern.Triggers over a worldbook's entries or the given ones.
+// badTriggerArgs is a user mistake in the arguments, naming them.
+func badTriggerArgs(msg string, args ...string) error {
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	return &Failure{Code: codeInvalidArguments, Message: msg, Detail: map[string]any{"arguments": a}}
+}
+
+// testWorldbookTriggers runs tavern.Simulate over a worldbook's entries or the given ones.
 func testWorldbookTriggers(ctx context.Context, c *Call) (json.RawMessage, error) {
 	var in triggerArgs
 	if err := json.Unmarshal(c.Body, &in); err != nil {
@@ -97,52 +173,171 @@ func testWorldbookTriggers(ctx context.Context, c *Call) (json.RawMessage, error
 	_ = json.Unmarshal(c.Body, &fields)
 	_, hasEntries := fields["entries"]
 	if (in.WorldbookID != "") == hasEntries {
-		msg := "Give worldbookId (to test a stored worldbook) or entries (to test entries you pass), not both."
-		if !hasEntries {
-			msg = "Give worldbookId (to test a stored worldbook) or entries (to test entries you pass); neither was given."
+		if hasEntries {
+			return nil, badTriggerArgs("Give worldbookId (to test a stored worldbook) or entries (to test entries you pass), not both.", "worldbookId", "entries")
 		}
-		return nil, &Failure{Code: codeInvalidArguments, Message: msg, Detail: map[string]any{"arguments": []any{"worldbookId", "entries"}}}
+		return nil, badTriggerArgs("Give worldbookId (to test a stored worldbook) or entries (to test entries you pass); neither was given.", "worldbookId", "entries")
 	}
-	out := triggerReport{Fired: []triggerResult{}, NotFired: []triggerResult{}}
+	_, hasChat := fields["chat"]
+	if (in.Text != nil) == hasChat {
+		if hasChat {
+			return nil, badTriggerArgs("Give text (one passage) or chat (messages, newest last), not both.", "text", "chat")
+		}
+		return nil, badTriggerArgs("Give text (one passage) or chat (messages, newest last); neither was given.", "text", "chat")
+	}
+	settings := tavern.DefaultSettings()
+	out := triggerReport{Fired: []triggerResult{}, NotFired: []triggerResult{}, TimedEffects: []triggerEffect{}}
 	var entries []tavern.Entry
 	if in.WorldbookID != "" {
-		wb, err := c.Client.GetWorldbook(ctx, in.WorldbookID)
-		if err != nil {
+		var err error
+		if entries, err = storedTriggerEntries(ctx, c, &in, &out, &settings); err != nil {
 			return nil, err
 		}
-		if in.Format != "" && in.Format != wb.Format {
-			return nil, &Failure{Code: codeInvalidArguments, Detail: map[string]any{"argument": "format"},
-				Message: fmt.Sprintf("format %s does not apply to worldbook %s, which is %s; leave format out (it is for entries).", in.Format, wb.WorldbookID, wb.Format)}
-		}
-		list, err := c.Client.ListWorldbookEntries(ctx, in.WorldbookID, "")
-		if err != nil {
-			return nil, err
-		}
-		out.WorldbookID, out.Format = wb.WorldbookID, wb.Format
-		entries = tavernEntries(list.Entries)
 	} else {
 		out.Format = in.Format
 		if out.Format == "" {
 			out.Format = upstream.WorldbookNative
 		}
-		for _, e := range in.Entries {
-			te := tavern.Entry{EntryID: e.EntryID, Name: e.Name, Content: e.Content, Keywords: e.Keywords,
-				SecondaryKeywords: e.SecondaryKeywords, MatchOptions: e.MatchOptions, IsEnabled: e.IsEnabled == nil || *e.IsEnabled,
-				IsConstant: e.IsConstant}
-			if te.MatchOptions == nil && out.Format == upstream.WorldbookTavern {
-				te.MatchOptions = &tavern.MatchOptions{}
+		for i, e := range in.Entries {
+			te, err := givenTriggerEntry(i, e, out.Format)
+			if err != nil {
+				return nil, err
 			}
 			entries = append(entries, te)
 		}
 	}
-	out.EntryCount = len(entries)
-	// The zero MatchOptions are the service's native rules, for entries without their own.
-	report := tavern.Triggers(entries, in.Text, tavern.MatchOptions{})
-	for _, r := range report.Fired {
-		out.Fired = append(out.Fired, triggerResult{EntryID: r.EntryID, Name: r.Name, Index: r.Index, Matched: nonNilStrings(r.Matched), Reason: r.Reason})
+	if in.ScanDepth != nil {
+		settings.ScanDepth = *in.ScanDepth
 	}
-	for _, r := range report.NotFired {
-		out.NotFired = append(out.NotFired, triggerResult{EntryID: r.EntryID, Name: r.Name, Index: r.Index, Matched: nonNilStrings(r.Matched), Reason: r.Reason})
+	in.Settings.apply(&settings)
+	opts := tavern.SimOptions{Settings: settings, Chat: in.Chat, Macros: tavern.Macros{Char: in.CharName, User: in.UserName}, Seed: in.Seed}
+	if in.Text != nil {
+		opts.Chat = []tavern.Message{{Text: *in.Text}}
+	}
+	byID := map[string]int{}
+	for i, e := range entries {
+		if e.EntryID != "" {
+			byID[e.EntryID] = i
+		}
+	}
+	for i, t := range in.TimedEffects {
+		idx, err := effectEntry(i, t, byID, len(entries))
+		if err != nil {
+			return nil, err
+		}
+		opts.TimedEffects = append(opts.TimedEffects, tavern.TimedEffect{Type: t.Type, Entry: idx, Start: t.Start, End: t.End, Protected: t.Protected})
+	}
+	sim := tavern.Simulate(entries, opts)
+	out.EntryCount, out.Steps, out.Settings = len(entries), sim.Steps, settings
+	for _, r := range sim.Results {
+		tr := triggerResult{EntryID: r.EntryID, Name: r.Name, Index: r.Index, Matched: nonNilStrings(r.Matched), Reason: r.Reason,
+			Key: r.Key, Step: r.Step, Group: r.Group, Chance: r.Chance}
+		if r.Fired {
+			out.Fired = append(out.Fired, tr)
+		} else {
+			out.NotFired = append(out.NotFired, tr)
+		}
+	}
+	for _, t := range sim.TimedEffects {
+		idx := t.Entry
+		if idx < 0 || idx >= len(entries) {
+			continue // effectEntry admitted only entries of the list
+		}
+		out.TimedEffects = append(out.TimedEffects, triggerEffect{EntryID: entries[idx].EntryID, Index: &idx, Type: t.Type, Start: t.Start, End: t.End, Protected: t.Protected})
 	}
 	return marshalNoEscape(out)
+}
+
+// storedTriggerEntries reads a worldbook's entries and, for a tavern worldbook imported from a
+// file, their SillyTavern fields and the lorebook's settings from the kept-aside record.
+func storedTriggerEntries(ctx context.Context, c *Call, in *triggerArgs, out *triggerReport, settings *tavern.Settings) ([]tavern.Entry, error) {
+	wb, err := c.Client.GetWorldbook(ctx, in.WorldbookID)
+	if err != nil {
+		return nil, err
+	}
+	if in.Format != "" && in.Format != wb.Format {
+		return nil, &Failure{Code: codeInvalidArguments, Detail: map[string]any{"argument": "format"},
+			Message: fmt.Sprintf("format %s does not apply to worldbook %s, which is %s; leave format out (it is for entries).", in.Format, wb.WorldbookID, wb.Format)}
+	}
+	list, err := c.Client.ListWorldbookEntries(ctx, in.WorldbookID, "")
+	if err != nil {
+		return nil, err
+	}
+	out.WorldbookID, out.Format = wb.WorldbookID, wb.Format
+	entries := tavernEntries(list.Entries)
+	if wb.Format != upstream.WorldbookTavern {
+		return entries, nil
+	}
+	keys, err := asideKeysFor(ctx, c.Client)
+	if err != nil {
+		return nil, err
+	}
+	var rec worldbookRecord
+	found, err := loadRecord(ctx, c.Aside, keys.worldbook(wb.WorldbookID), &rec)
+	if err != nil {
+		return nil, fmt.Errorf("read the SillyTavern fields of worldbook %s: %w", wb.WorldbookID, err)
+	}
+	if !found {
+		return entries, nil
+	}
+	settings.ApplyBook(rec.Book)
+	for i := range entries {
+		if a, ok := rec.Entries[entries[i].EntryID]; ok {
+			entries[i].Extensions = a.Extensions
+		}
+	}
+	return entries, nil
+}
+
+// givenTriggerEntry turns an entry of the arguments into the model, its sillyTavern fields into
+// extensions under their V3 names.
+func givenTriggerEntry(i int, e triggerEntry, format string) (tavern.Entry, error) {
+	te := tavern.Entry{EntryID: e.EntryID, Name: e.Name, Content: e.Content, Keywords: e.Keywords,
+		SecondaryKeywords: e.SecondaryKeywords, MatchOptions: e.MatchOptions, IsEnabled: e.IsEnabled == nil || *e.IsEnabled,
+		IsConstant: e.IsConstant, SortOrder: e.SortOrder}
+	if te.MatchOptions == nil && format == upstream.WorldbookTavern {
+		te.MatchOptions = &tavern.MatchOptions{}
+	}
+	if len(e.SillyTavern) == 0 {
+		return te, nil
+	}
+	ext := map[string]any{}
+	for k, v := range e.SillyTavern {
+		ext[sillyTavernFields[k]] = v
+	}
+	for _, k := range []string{"caseSensitive", "matchWholeWords"} {
+		v, ok := e.SillyTavern[k]
+		if !ok {
+			continue
+		}
+		if te.MatchOptions == nil {
+			return te, badTriggerArgs(fmt.Sprintf("entries[%d].sillyTavern.%s applies to entries with SillyTavern's rules: give the entry matchOptions, or format tavern.", i, k), "entries")
+		}
+		// The entry's own value wins over matchOptions; null is the global setting.
+		mo := *te.MatchOptions
+		b, _ := v.(bool)
+		if k == "caseSensitive" {
+			mo.CaseSensitive = b
+		} else {
+			mo.MatchWholeWords = b
+		}
+		te.MatchOptions = &mo
+	}
+	te.Extensions = map[string]any{"extensions": ext}
+	return te, nil
+}
+
+// effectEntry finds the entry a timed effect of the arguments is for.
+func effectEntry(i int, t triggerEffect, byID map[string]int, n int) (int, error) {
+	if t.EntryID != "" {
+		idx, ok := byID[t.EntryID]
+		if !ok {
+			return 0, badTriggerArgs(fmt.Sprintf("timedEffects[%d].entryId %q is none of the entries tested.", i, t.EntryID), "timedEffects")
+		}
+		return idx, nil
+	}
+	if t.Index == nil || *t.Index < 0 || *t.Index >= n {
+		return 0, badTriggerArgs(fmt.Sprintf("timedEffects[%d] needs entryId, or index between 0 and %d.", i, n-1), "timedEffects")
+	}
+	return *t.Index, nil
 }
