@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -186,6 +187,10 @@ type httpServer struct {
 // kept and checked for secrets at the end of the test; it is stopped with SIGTERM.
 func startServer(t *testing.T, sec *seenSecrets, args ...string) *httpServer {
 	t.Helper()
+	if !slices.Contains(args, "--state-dir") {
+		// One server per state directory: servers of tests run in parallel get one each.
+		args = append(args, "--state-dir", t.TempDir())
+	}
 	cmd := exec.Command(binPath, append([]string{"http", "--log-level", "debug", "--log-format", "json"}, args...)...)
 	cmd.Env = cleanEnv()
 	pr, pw := io.Pipe()
