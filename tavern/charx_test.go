@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"image"
 	"image/jpeg"
+	"io"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -104,4 +106,197 @@ func TestReadCHARXErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// realCHARX assembles a CHARX from real SillyTavern files: Seraphina's card as card.json with her
+// image as the main icon, joy.png as an emotion sprite the card does not reference, and a
+// module.risum as RisuAI writes one beside them.
+func realCHARX(t testing.TB) (zipped []byte, icon []byte, card *Card) {
+	t.Helper()
+	src, _ := mustRead(t, taverntest.Real(t, taverntest.RealSeraphinaPNG))
+	icon = src.Avatar
+	v3 := decodeAny(t, mustV3(t, src))
+	v3["data"].(map[string]any)["assets"] = []any{
+		map[string]any{"type": "icon", "uri": "embeded://assets/icon/images/main.png", "name": "main", "ext": "png"},
+		map[string]any{"type": "background", "uri": "embeded://assets/background/images/glade.png", "name": "glade", "ext": "png"},
+		map[string]any{"type": "emotion", "uri": "https://example.com/sad.png", "name": "sad", "ext": "png"},
+	}
+	zipped = makeZip(t,
+		[2]string{"card.json", string(mustJSON(t, v3))},
+		[2]string{"assets/icon/images/main.png", string(icon)},
+		[2]string{"assets/background/images/glade.png", string(taverntest.Real(t, taverntest.RealSeraphinaJoyPNG))},
+		[2]string{"assets/emotions/happy.png", string(taverntest.Real(t, taverntest.RealSeraphinaJoyPNG))},
+		[2]string{"module.risum", "\x00risum\x01"},
+	)
+	card, _ = mustRead(t, zipped)
+	return zipped, icon, card
+}
+
+func mustV3(t testing.TB, c *Card) []byte {
+	t.Helper()
+	out, err := WriteV3JSON(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// stIconPath is how SillyTavern's importFromCharX finds an icon asset's member: the URI without
+// its scheme (uri.replace(/^(?:\/\/|[^/]+)*\//, ”)).
+var stIconPath = regexp.MustCompile(`^(?:\/\/|[^/]+)*\/`)
+
+// TestCHARXRoundTripReal: every member of a real CHARX is kept (the unreferenced sprite and
+// module.risum too) and written back byte for byte beside card.json; the export reads back as the
+// same card, and SillyTavern's reader finds card.json and the icon in it.
+func TestCHARXRoundTripReal(t *testing.T) {
+	t.Parallel()
+	zipped, icon, c := realCHARX(t)
+	want := []string{"assets/icon/images/main.png", "assets/background/images/glade.png", "assets/emotions/happy.png", "module.risum"}
+	var got []string
+	for _, a := range c.Assets {
+		got = append(got, a.Path)
+	}
+	diff(t, "kept members", want, got)
+	if len(c.AssetsLeftOut) != 0 {
+		t.Errorf("left out: %v", c.AssetsLeftOut)
+	}
+	out, dropped, err := WriteCHARX(c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dropped) != 0 {
+		t.Errorf("dropped %v", dropped)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(out), int64(len(out)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, _ := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
+	members := map[string][]byte{}
+	for _, f := range zr.File {
+		members[f.Name] = mustZipMember(t, f)
+	}
+	// SillyTavern's extractFileFromZipBuffer: the first member whose name ends with what it seeks.
+	stExtract := func(suffix string) []byte {
+		for _, f := range zr.File {
+			if strings.HasSuffix(f.Name, suffix) && !strings.HasPrefix(f.Name, "__MACOSX") {
+				return members[f.Name]
+			}
+		}
+		return nil
+	}
+	if zr.File[0].Name != "card.json" {
+		t.Errorf("first member %q, want card.json", zr.File[0].Name)
+	}
+	for _, f := range orig.File {
+		if f.Name != "card.json" && !bytes.Equal(members[f.Name], mustZipMember(t, f)) {
+			t.Errorf("member %s not written back as it was", f.Name)
+		}
+	}
+	back, _ := mustRead(t, out)
+	compareCards(t, c, back, true)
+	diff(t, "assets", c.Assets, back.Assets)
+
+	// SillyTavern: card.json with a spec, and an icon asset whose member is in the zip.
+	card := decodeAny(t, stExtract("card.json"))
+	if card["spec"] != SpecV3 {
+		t.Errorf("card.json spec %v", card["spec"])
+	}
+	found := false
+	for _, x := range card["data"].(map[string]any)["assets"].([]any) {
+		a := x.(map[string]any)
+		if a["type"] != "icon" {
+			continue
+		}
+		if m := stExtract(stIconPath.ReplaceAllString(a["uri"].(string), "")); bytes.Equal(m, icon) {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("SillyTavern would find no icon in the export")
+	}
+}
+
+// TestCHARXExportDropsDangling: an asset whose member is gone is dropped from data.assets and
+// named; a card with no icon asset gets the avatar as its main icon; unsafe member paths are refused.
+func TestCHARXExportDropsDangling(t *testing.T) {
+	t.Parallel()
+	_, icon, c := realCHARX(t)
+	c.Assets = c.Assets[1:] // the icon's member is gone
+	out, dropped, err := WriteCHARX(c, icon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "dropped", []string{`icon "main" (embeded://assets/icon/images/main.png)`}, dropped)
+	back, _ := mustRead(t, out)
+	if !bytes.Equal(back.Avatar, icon) {
+		t.Error("the avatar did not become the main icon")
+	}
+	assets := extMap(back.Extensions, extData)["assets"].([]any)
+	last := assets[len(assets)-1].(map[string]any)
+	diff(t, "added icon", map[string]any{"type": "icon", "uri": "embeded://assets/icon/images/main.png", "name": "main", "ext": "png"}, last)
+
+	plain := &Card{Name: "Plain"}
+	out, _, err = WriteCHARX(plain, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := mustRead(t, out); extMap(b.Extensions, extData)["assets"] != nil {
+		t.Error("a card with no icon and no assets got data.assets")
+	}
+	for _, p := range []string{"../x.png", "/abs.png", "card.json"} {
+		_, _, err := WriteCHARX(&Card{Name: "x", Assets: []Asset{{Path: p, Data: []byte("x")}}}, nil)
+		wantErr(t, err, "not a path a CHARX may hold")
+	}
+}
+
+// TestDetachEmbedded: a JSON or PNG export keeps no embeded:// reference: the main icon becomes
+// ccdefault:, the other embedded assets are dropped and named, remote ones stay.
+func TestDetachEmbedded(t *testing.T) {
+	t.Parallel()
+	_, _, c := realCHARX(t)
+	before := mustV3(t, c)
+	dropped := c.DetachEmbedded()
+	diff(t, "dropped", []string{`background "glade" (embeded://assets/background/images/glade.png)`}, dropped)
+	out := mustV3(t, c)
+	if bytes.Contains(out, []byte("embeded://")) {
+		t.Errorf("a reference dangles: %s", out)
+	}
+	assets := decodeAny(t, out)["data"].(map[string]any)["assets"].([]any)
+	diff(t, "assets", []any{
+		map[string]any{"type": "icon", "uri": "ccdefault:", "name": "main", "ext": "png"},
+		map[string]any{"type": "emotion", "uri": "https://example.com/sad.png", "name": "sad", "ext": "png"},
+	}, assets)
+	if !bytes.Contains(before, []byte("embeded://")) {
+		t.Error("the fixture had no embedded asset")
+	}
+	if (&Card{Name: "x"}).DetachEmbedded() != nil {
+		t.Error("a card with no assets dropped some")
+	}
+}
+
+// TestCHARXAssetsOverBudget: members past MaxKeptAssetBytes are named, not kept.
+func TestCHARXAssetsOverBudget(t *testing.T) {
+	t.Parallel()
+	big := strings.Repeat("\x00", MaxKeptAssetBytes-10)
+	c, _ := mustRead(t, makeZip(t, [2]string{"card.json", string(named(t, SpecV3, "x"))},
+		[2]string{"a.bin", big}, [2]string{"b.bin", "0123456789ab"}, [2]string{"c.bin", "0"}))
+	diff(t, "left out", []string{"b.bin"}, c.AssetsLeftOut)
+	if len(c.Assets) != 2 || c.Assets[0].Path != "a.bin" || c.Assets[1].Path != "c.bin" {
+		t.Errorf("kept %d assets", len(c.Assets))
+	}
+}
+
+func mustZipMember(t testing.TB, f *zip.File) []byte {
+	t.Helper()
+	rc, err := f.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	b, err := io.ReadAll(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
