@@ -186,7 +186,20 @@ func WriteCHARX(c *Card, icon []byte) ([]byte, []string, error) {
 			p = fmt.Sprintf("assets/icon/images/main-%d.png", i)
 		}
 		assets = append(append([]Asset(nil), assets...), Asset{Path: p, Data: icon})
-		list = append(list, map[string]any{"type": "icon", "uri": "embeded://" + p, "name": "main", "ext": "png"})
+		main := map[string]any{"type": "icon", "uri": "embeded://" + p, "name": "main", "ext": "png"}
+		placed := false
+		for i, x := range list {
+			// The main icon a PNG or JSON card names as ccdefault: (its own image) is this one.
+			if a, ok := x.(map[string]any); ok && a["type"] == "icon" && a["name"] == "main" && a["uri"] == "ccdefault:" {
+				a = deepCopyMap(a)
+				a["uri"], a["ext"] = main["uri"], "png"
+				list[i], placed = a, true
+				break
+			}
+		}
+		if !placed {
+			list = append(list, main)
+		}
 	}
 	if list != nil || dataAssets(&cc) != nil {
 		if list == nil {

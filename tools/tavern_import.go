@@ -198,6 +198,13 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 	r.rec.Version = recordVersion
 	r.rec.Source.SHA256, r.rec.Source.Format = r.sha, r.format
 	r.rec.Card, r.rec.Creator, r.rec.CharacterVersion = left.Card, left.Creator, left.CharacterVersion
+	r.rec.Assets, r.rec.AssetsLeftOut = left.Assets, card.AssetsLeftOut
+	if n := len(card.AssetsLeftOut); n > 0 {
+		r.notes = append(r.notes, fmt.Sprintf("%s of the CHARX (%s) not kept: cardwriter-mcp keeps at most %d MiB of a card's "+
+			"assets, so a CHARX export will not carry %s and drops what refers to %s.", plural(int64(n), "member was", "members were"),
+			strings.Join(card.AssetsLeftOut[:min(n, 5)], ", "), tavern.MaxKeptAssetBytes>>20,
+			map[bool]string{true: "it", false: "them"}[n == 1], map[bool]string{true: "it", false: "them"}[n == 1]))
+	}
 	r.rec.KeptAside = cardKeptAside(left)
 	if book != nil {
 		r.rec.KeptAside = unionSorted(r.rec.KeptAside, bookKeptAside("character_book", book))

@@ -13,15 +13,15 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// runExport exports a card as a Character Card V3 file, with export_tavern_card.
+// runExport exports a card as a Character Card V3 file (JSON, PNG or CHARX), with export_tavern_card.
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("export", "export ROLE_ID -o FILE [--format json|png] [--sandbox [--sandbox-data FILE] | --api-host URL]", stderr)
+	fs := newFlagSet("export", "export ROLE_ID -o FILE [--format json|png|charx] [--sandbox [--sandbox-data FILE] | --api-host URL]", stderr)
 	var f serverFlags
 	cliFlags(fs, &f)
 	var out string
 	fs.StringVar(&out, "o", "", "the file to write (- for stdout)")
 	fs.StringVar(&out, "output", "", "the file to write (same as -o)")
-	format := fs.String("format", "", "json or png (default: png when the file name ends in .png, else json)")
+	format := fs.String("format", "", "json, png or charx (default: by the file name's extension, .png or .charx; else json)")
 	pos, err := parseWithPositional(fs, args, 1)
 	if err != nil {
 		return helpOK(err)
@@ -33,12 +33,13 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if *format == "" {
 		*format = "json"
-		if strings.EqualFold(filepath.Ext(out), ".png") {
-			*format = "png"
+		switch ext := strings.ToLower(filepath.Ext(out)); ext {
+		case ".png", ".charx":
+			*format = ext[1:]
 		}
 	}
-	if *format != "json" && *format != "png" {
-		return fmt.Errorf("--format %q: want json or png", *format)
+	if *format != "json" && *format != "png" && *format != "charx" {
+		return fmt.Errorf("--format %q: want json, png or charx", *format)
 	}
 	if f.tavern.aside, err = fileAside(); err != nil {
 		return err
@@ -52,10 +53,10 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	var data []byte
-	if *format == "png" {
+	if *format != "json" {
 		s, _ := sc["dataBase64"].(string)
 		if data, err = base64.StdEncoding.DecodeString(s); err != nil || len(data) == 0 {
-			return errors.New("export_tavern_card returned no PNG")
+			return fmt.Errorf("export_tavern_card returned no %s file", strings.ToUpper(*format))
 		}
 	} else {
 		if len(res.Content) < 2 {
