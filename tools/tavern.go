@@ -91,6 +91,34 @@ func tavernTools() []Tool {
 			},
 		},
 		{
+			Name:    "export_tavern_worldbook",
+			Toolset: ToolsetTavern,
+			Title:   "Export a worldbook as a lorebook file",
+			Description: "Export one worldbook's entries as a lorebook file, without changing anything: format worldinfo (the default) " +
+				"is a SillyTavern World Info JSON (entries keyed by uid), format lorebook_v3 a Character Card V3 lorebook " +
+				"(spec lorebook_v3); the file is returned as text and as structuredContent.lorebook. The mapping is " +
+				"import_tavern_worldbook's, reversed, entries in the order of the file they came from; what an import kept aside " +
+				"for the worldbook (entry ids, depth, probability, groups, the book's scan_depth, token_budget, ...) is restored " +
+				"(keptAsideRestored). Where nothing was kept aside (the worldbook was imported with another server's store, or " +
+				"written with the tools), the file holds what the card service holds and no guessed value, and notRestored " +
+				"lists the fields it could not restore. Use it to take a worldbook to SillyTavern or another app, or to back it up.\n\n" +
+				`Example: {"worldbookId":"wb_3c9d","format":"lorebook_v3"}`,
+			Annotations: readHints(),
+			Handler:     exportTavernWorldbook,
+			Summary: func(out map[string]any) string {
+				s := fmt.Sprintf("Exported worldbook %s %s as %s with %s", str(out, "worldbookId"), quoted(str(out, "name")),
+					map[bool]string{true: "a lorebook_v3 file", false: "a SillyTavern World Info file"}[str(out, "format") == formatLorebookV3],
+					plural(num(out, "entries"), "entry", "entries"))
+				if k := list(out, "keptAsideRestored"); len(k) > 0 {
+					s += fmt.Sprintf("; restored %s kept aside at import", plural(int64(len(k)), "field", "fields"))
+				}
+				if k := list(out, "notRestored"); len(k) > 0 {
+					s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored)", plural(int64(len(k)), "field", "fields"))
+				}
+				return s + "."
+			},
+		},
+		{
 			Name:    "import_tavern_worldbook",
 			Toolset: ToolsetTavern,
 			Title:   "Import a lorebook file",
