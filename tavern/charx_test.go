@@ -108,28 +108,12 @@ func TestReadCHARXErrors(t *testing.T) {
 	}
 }
 
-// realCHARX assembles a CHARX from real SillyTavern files: Seraphina's card as card.json with her
-// image as the main icon, joy.png as an emotion sprite the card does not reference, and a
-// module.risum as RisuAI writes one beside them.
+// realCHARX reads taverntest.RealCHARX and returns it, its main icon member and the card.
 func realCHARX(t testing.TB) (zipped []byte, icon []byte, card *Card) {
 	t.Helper()
-	src, _ := mustRead(t, taverntest.Real(t, taverntest.RealSeraphinaPNG))
-	icon = src.Avatar
-	v3 := decodeAny(t, mustV3(t, src))
-	v3["data"].(map[string]any)["assets"] = []any{
-		map[string]any{"type": "icon", "uri": "embeded://assets/icon/images/main.png", "name": "main", "ext": "png"},
-		map[string]any{"type": "background", "uri": "embeded://assets/background/images/glade.png", "name": "glade", "ext": "png"},
-		map[string]any{"type": "emotion", "uri": "https://example.com/sad.png", "name": "sad", "ext": "png"},
-	}
-	zipped = makeZip(t,
-		[2]string{"card.json", string(mustJSON(t, v3))},
-		[2]string{"assets/icon/images/main.png", string(icon)},
-		[2]string{"assets/background/images/glade.png", string(taverntest.Real(t, taverntest.RealSeraphinaJoyPNG))},
-		[2]string{"assets/emotions/happy.png", string(taverntest.Real(t, taverntest.RealSeraphinaJoyPNG))},
-		[2]string{"module.risum", "\x00risum\x01"},
-	)
+	zipped = taverntest.RealCHARX(t)
 	card, _ = mustRead(t, zipped)
-	return zipped, icon, card
+	return zipped, taverntest.Real(t, taverntest.RealSeraphinaPNG), card
 }
 
 func mustV3(t testing.TB, c *Card) []byte {
@@ -221,7 +205,8 @@ func TestCHARXRoundTripReal(t *testing.T) {
 // named; a card with no icon asset gets the avatar as its main icon; unsafe member paths are refused.
 func TestCHARXExportDropsDangling(t *testing.T) {
 	t.Parallel()
-	_, icon, c := realCHARX(t)
+	_, _, c := realCHARX(t)
+	icon := c.Avatar
 	c.Assets = c.Assets[1:] // the icon's member is gone
 	out, dropped, err := WriteCHARX(c, icon)
 	if err != nil {

@@ -264,32 +264,6 @@ func TestTavernRealWorldInfoRoundTrip(t *testing.T) {
 	}
 }
 
-// realCHARX assembles a CHARX of real files: Seraphina's card as card.json (V3), her image as the
-// main icon, joy.png as an emotion asset the card does not reference, a background it does, and
-// module.risum.
-func realCHARX(t *testing.T) []byte {
-	t.Helper()
-	card, _, err := tavern.Read(taverntest.Real(t, taverntest.RealSeraphinaPNG))
-	if err != nil {
-		t.Fatal(err)
-	}
-	v3, err := tavern.WriteV3JSON(card)
-	if err != nil {
-		t.Fatal(err)
-	}
-	obj := decodeNumbers(t, v3)
-	obj["data"].(map[string]any)["assets"] = []any{
-		map[string]any{"type": "icon", "uri": "embeded://assets/icon/images/main.png", "name": "main", "ext": "png"},
-		map[string]any{"type": "background", "uri": "embeded://assets/background/images/glade.png", "name": "glade", "ext": "png"},
-	}
-	joy := string(taverntest.Real(t, taverntest.RealSeraphinaJoyPNG))
-	return taverntest.Zip(t, [2]string{"card.json", string(mustJSON(t, obj))},
-		[2]string{"assets/icon/images/main.png", string(card.Avatar)},
-		[2]string{"assets/background/images/glade.png", joy},
-		[2]string{"assets/emotions/happy.png", joy},
-		[2]string{"module.risum", "\x00risum"})
-}
-
 // zipMembers reads a zip's members by name.
 func zipMembers(t *testing.T, data []byte) map[string][]byte {
 	t.Helper()
@@ -319,7 +293,7 @@ func zipMembers(t *testing.T, data []byte) map[string][]byte {
 // background and leaves no embeded:// reference.
 func TestTavernRealCHARXRoundTrip(t *testing.T) {
 	t.Parallel()
-	file := realCHARX(t)
+	file := taverntest.RealCHARX(t)
 	srcMembers := zipMembers(t, file)
 	a, same, fresh := realEnvs(t)
 	imp := importCard(t, a, file, nil)
