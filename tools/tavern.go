@@ -75,12 +75,7 @@ func tavernTools() []Tool {
 					}
 					s += fmt.Sprintf(" with %s from %s", plural(n, "lorebook entry", "lorebook entries"), plural(int64(len(wbs)), "worldbook", "worldbooks"))
 				}
-				if k := list(out, "keptAsideRestored"); len(k) > 0 {
-					s += fmt.Sprintf("; restored %s kept aside at import", plural(int64(len(k)), "field", "fields"))
-				}
-				if k := list(out, "notRestored"); len(k) > 0 {
-					s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored)", plural(int64(len(k)), "field", "fields"))
-				}
+				s += restoredSummary(out)
 				if k := list(out, "droppedAssets"); len(k) > 0 {
 					s += fmt.Sprintf("; %s left out (droppedAssets)", plural(int64(len(k)), "embedded asset", "embedded assets"))
 				}
@@ -109,12 +104,7 @@ func tavernTools() []Tool {
 				s := fmt.Sprintf("Exported worldbook %s %s as %s with %s", str(out, "worldbookId"), quoted(str(out, "name")),
 					map[bool]string{true: "a lorebook_v3 file", false: "a SillyTavern World Info file"}[str(out, "format") == formatLorebookV3],
 					plural(num(out, "entries"), "entry", "entries"))
-				if k := list(out, "keptAsideRestored"); len(k) > 0 {
-					s += fmt.Sprintf("; restored %s kept aside at import", plural(int64(len(k)), "field", "fields"))
-				}
-				if k := list(out, "notRestored"); len(k) > 0 {
-					s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored)", plural(int64(len(k)), "field", "fields"))
-				}
+				s += restoredSummary(out)
 				return s + "."
 			},
 		},
@@ -189,4 +179,16 @@ func summarizeCardImport(out map[string]any) string {
 		s += "; kept aside (restored on export): " + names
 	}
 	return s + "."
+}
+
+// restoredSummary sums up an export's keptAsideRestored and notRestored, "" when both are empty.
+func restoredSummary(out map[string]any) string {
+	var s string
+	if k := list(out, "keptAsideRestored"); len(k) > 0 {
+		s += fmt.Sprintf("; restored %s kept aside at import", plural(int64(len(k)), "field", "fields"))
+	}
+	if k := list(out, "notRestored"); len(k) > 0 {
+		s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored)", plural(int64(len(k)), "field", "fields"))
+	}
+	return s
 }
