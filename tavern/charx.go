@@ -10,9 +10,14 @@ import (
 	"strings"
 )
 
-// MaxKeptAssetBytes bounds the assets Read keeps of a CHARX (their decompressed bytes, all
-// together): members past it are named in Card.AssetsLeftOut instead.
-const MaxKeptAssetBytes = 16 << 20
+// Bounds of the assets Read keeps of a CHARX: MaxKeptAssetBytes of decompressed bytes and
+// MaxKeptAssets members, all together. Members past them, and members that cannot be read, are
+// named in Card.AssetsLeftOut instead (at most maxLeftOutNames of them, then a count).
+const (
+	MaxKeptAssetBytes = 16 << 20
+	MaxKeptAssets     = 1000
+	maxLeftOutNames   = 100
+)
 
 // Asset is one member of a CHARX other than card.json (an image, a sound, module.risum, x_meta
 // JSON, ...), kept as it was.
@@ -36,11 +41,14 @@ func embeddedPath(uri string) string {
 	return ""
 }
 
-// readAssets reads the members of a CHARX other than card.json, in zip order, keeping at most
-// MaxKeptAssetBytes of them; it returns the kept ones and the names of the others.
-func readAssets(zr *zip.Reader, card *zip.File) ([]Asset, []string, error) {
+// readAssets reads the members of a CHARX other than card.json, in zip order, within
+// MaxKeptAssetBytes and MaxKeptAssets; it returns the kept ones and the names of the others (a
+// member that cannot be read is left out too: the card itself still imports, as it did before
+// assets were kept).
+func readAssets(zr *zip.Reader, card *zip.File) ([]Asset, []string) {
 	var kept []Asset
 	var left []string
+	leftOut := 0
 	budget := MaxKeptAssetBytes
 	seen := map[string]bool{}
 	for _, f := range zr.File {
@@ -49,22 +57,24 @@ func readAssets(zr *zip.Reader, card *zip.File) ([]Asset, []string, error) {
 			continue
 		}
 		seen[name] = true
-		if f.UncompressedSize64 > uint64(budget) {
-			left = append(left, name)
-			continue
-		}
-		data, err := readZipMember(f, budget)
-		if errors.Is(err, errOverBudget) {
-			left = append(left, name)
-			continue
+		var data []byte
+		err := errOverBudget
+		if len(kept) < MaxKeptAssets && f.UncompressedSize64 <= uint64(budget) {
+			data, err = readZipMember(f, budget)
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("CHARX member %q: %w", name, err)
+			if leftOut++; leftOut <= maxLeftOutNames {
+				left = append(left, name)
+			}
+			continue
 		}
 		budget -= len(data)
 		kept = append(kept, Asset{Path: name, Data: data})
 	}
-	return kept, left, nil
+	if leftOut > maxLeftOutNames {
+		left = append(left, fmt.Sprintf("(%d more)", leftOut-maxLeftOutNames))
+	}
+	return kept, left
 }
 
 var errOverBudget = errors.New("over the budget")

@@ -3,6 +3,7 @@ package tavern
 import (
 	"archive/zip"
 	"bytes"
+	"fmt"
 	"image"
 	"image/jpeg"
 	"io"
@@ -260,15 +261,49 @@ func TestDetachEmbedded(t *testing.T) {
 	}
 }
 
-// TestCHARXAssetsOverBudget: members past MaxKeptAssetBytes are named, not kept.
+// TestCHARXAssetsOverBudget: members past MaxKeptAssetBytes or MaxKeptAssets, and members that
+// cannot be read, are named, not kept, and the card still reads.
 func TestCHARXAssetsOverBudget(t *testing.T) {
 	t.Parallel()
-	big := strings.Repeat("\x00", MaxKeptAssetBytes-10)
-	c, _ := mustRead(t, makeZip(t, [2]string{"card.json", string(named(t, SpecV3, "x"))},
-		[2]string{"a.bin", big}, [2]string{"b.bin", "0123456789ab"}, [2]string{"c.bin", "0"}))
-	diff(t, "left out", []string{"b.bin"}, c.AssetsLeftOut)
-	if len(c.Assets) != 2 || c.Assets[0].Path != "a.bin" || c.Assets[1].Path != "c.bin" {
-		t.Errorf("kept %d assets", len(c.Assets))
+	card := [2]string{"card.json", string(named(t, SpecV3, "x"))}
+	many := []([2]string){card}
+	for i := range MaxKeptAssets + maxLeftOutNames + 5 {
+		many = append(many, [2]string{fmt.Sprintf("assets/m%04d.bin", i), "m"})
+	}
+	var raw bytes.Buffer
+	zw := zip.NewWriter(&raw)
+	w, _ := zw.Create("card.json")
+	w.Write([]byte(card[1]))
+	w, _ = zw.CreateRaw(&zip.FileHeader{Name: "assets/odd.bin", Method: 99, CompressedSize64: 3, UncompressedSize64: 3})
+	w.Write([]byte("abc"))
+	w, _ = zw.Create("assets/fine.bin")
+	w.Write([]byte("fine"))
+	zw.Close()
+	for _, tc := range []struct {
+		name     string
+		zip      []byte
+		kept     int
+		leftOut  []string
+		lastLeft string
+	}{
+		{"bytes", makeZip(t, card, [2]string{"a.bin", strings.Repeat("\x00", MaxKeptAssetBytes-10)}, [2]string{"b.bin", "0123456789ab"}, [2]string{"c.bin", "0"}),
+			2, []string{"b.bin"}, "b.bin"},
+		{"members", makeZip(t, many...), MaxKeptAssets, nil, "(5 more)"},
+		{"an unknown compression method", raw.Bytes(), 1, []string{"assets/odd.bin"}, "assets/odd.bin"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			c, _ := mustRead(t, tc.zip)
+			if len(c.Assets) != tc.kept {
+				t.Errorf("kept %d assets, want %d", len(c.Assets), tc.kept)
+			}
+			if tc.leftOut != nil {
+				diff(t, "left out", tc.leftOut, c.AssetsLeftOut)
+			}
+			if n := len(c.AssetsLeftOut); n == 0 || n > maxLeftOutNames+1 || c.AssetsLeftOut[n-1] != tc.lastLeft {
+				t.Errorf("left out: %d names, the last %q", n, c.AssetsLeftOut[n-1:])
+			}
+		})
 	}
 }
 

@@ -66,7 +66,8 @@ type Card struct {
 	// Assets are the members of the CHARX the card was read from, other than card.json, in zip
 	// order (at most MaxKeptAssetBytes of them); WriteCHARX writes them back.
 	Assets []Asset `json:"-"`
-	// AssetsLeftOut names the CHARX members Read did not keep, the assets being over MaxKeptAssetBytes.
+	// AssetsLeftOut names the CHARX members Read did not keep (past MaxKeptAssetBytes or
+	// MaxKeptAssets, or unreadable).
 	AssetsLeftOut []string `json:"-"`
 }
 

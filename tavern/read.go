@@ -88,9 +88,7 @@ func readCHARX(data []byte) (*Card, Format, error) {
 		return nil, Format{}, fmt.Errorf("CHARX card.json: %w", err)
 	}
 	c.Avatar = charxAvatar(root, files)
-	if c.Assets, c.AssetsLeftOut, err = readAssets(zr, card); err != nil {
-		return nil, Format{}, err
-	}
+	c.Assets, c.AssetsLeftOut = readAssets(zr, card)
 	return c, Format{Container: "charx", Spec: spec}, nil
 }
 

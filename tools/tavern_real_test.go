@@ -343,3 +343,27 @@ func TestTavernRealCHARXRoundTrip(t *testing.T) {
 		t.Errorf("droppedAssets %v, want the background", dropped)
 	}
 }
+
+// TestTavernCHARXMemberNotKept: a CHARX member that cannot be read does not stop the import; the
+// import says so in a note, and the export names it in notRestored.
+func TestTavernCHARXMemberNotKept(t *testing.T) {
+	t.Parallel()
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	w, _ := zw.Create("card.json")
+	w.Write(mustJSON(t, map[string]any{"spec": "chara_card_v3", "spec_version": "3.0", "data": map[string]any{"name": "Odd", "first_mes": "Hi."}}))
+	w, _ = zw.CreateRaw(&zip.FileHeader{Name: "assets/odd.bin", Method: 99, CompressedSize64: 3, UncompressedSize64: 3})
+	w.Write([]byte("abc"))
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := newTavernEnv(t, tavernEnvConfig{opts: Options{Aside: aside.NewMemory()}})
+	imp := importCard(t, e, buf.Bytes(), nil)
+	if notes := strings.Join(stringsOf(list(imp, "notes")), " "); !strings.Contains(notes, "Not kept of the CHARX: assets/odd.bin") {
+		t.Errorf("notes: %s", notes)
+	}
+	_, sc := exportFile(t, e, imp["roleId"].(string), "charx")
+	if !slices.Contains(stringsOf(list(sc, "notRestored")), "charx/assets/odd.bin") {
+		t.Errorf("notRestored %v", sc["notRestored"])
+	}
+}
