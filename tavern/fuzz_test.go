@@ -144,6 +144,8 @@ func FuzzReadBook(f *testing.F) {
 	}
 	f.Add([]byte(`{"spec":"lorebook_v3","data":{"name":"b","entries":[{"keys":["a"],"content":"c","extensions":{}}]}}`))
 	f.Add([]byte(`{"entries":[{"key":["a"],"uid":"3"},{"keys":"b","id":"x"}]}`))
+	f.Add(taverntest.Real(f, taverntest.RealEldoriaJSON))
+	f.Add([]byte(`{"name":"c","scanDepth":3,"scan_depth":4,"tokenBudget":9,"entries":[]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := readBook(data)
 		if err != nil {
