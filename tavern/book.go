@@ -492,7 +492,7 @@ func bookObject(b *Book) (*obj, error) {
 	o.set("entries", entries)
 	rest := map[string]any{}
 	for k, v := range b.Extensions {
-		if !ownedBookFields[k] && !isCamelBookSetting(k) {
+		if !ownedBookFields[k] && !writtenAsV3(b.Extensions, k) {
 			rest[k] = v
 		}
 	}
@@ -506,10 +506,13 @@ var bookSettings = []struct{ v3, camel string }{
 	{"scan_depth", "scanDepth"}, {"token_budget", "tokenBudget"}, {"recursive_scanning", "recursiveScanning"},
 }
 
-func isCamelBookSetting(k string) bool {
+// writtenAsV3 reports whether k is a camelCase setting bookObject wrote under its V3 name (it
+// does so when the V3 name is not set too; else both are kept as they are).
+func writtenAsV3(ext map[string]any, k string) bool {
 	for _, s := range bookSettings {
 		if s.camel == k {
-			return true
+			_, both := ext[s.v3]
+			return !both
 		}
 	}
 	return false
