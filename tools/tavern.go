@@ -102,7 +102,7 @@ func tavernTools() []Tool {
 			Handler:     exportTavernWorldbook,
 			Summary: func(out map[string]any) string {
 				s := fmt.Sprintf("Exported worldbook %s %s as %s with %s", str(out, "worldbookId"), quoted(str(out, "name")),
-					map[bool]string{true: "a lorebook_v3 file", false: "a SillyTavern World Info file"}[str(out, "format") == formatLorebookV3],
+					either(str(out, "format") == formatLorebookV3, "a lorebook_v3 file", "a SillyTavern World Info file"),
 					plural(num(out, "entries"), "entry", "entries"))
 				s += restoredSummary(out)
 				return s + "."

@@ -149,7 +149,7 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if len(out.DroppedAssets) > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%s of data.assets pointed into a CHARX the file does not carry, so "+
 			"%s left out (listed in droppedAssets); the main icon, if any, is the file's own image (ccdefault:).",
-			plural(int64(len(out.DroppedAssets)), "asset", "assets"), map[bool]string{true: "it is", false: "they are"}[len(out.DroppedAssets) == 1]))
+			plural(int64(len(out.DroppedAssets)), "asset", "assets"), either(len(out.DroppedAssets) == 1, "it is", "they are")))
 	}
 
 	v3, err := tavern.WriteV3JSON(tc)

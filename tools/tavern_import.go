@@ -200,10 +200,10 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 	r.rec.Card, r.rec.Creator, r.rec.CharacterVersion = left.Card, left.Creator, left.CharacterVersion
 	r.rec.Assets, r.rec.AssetsLeftOut = left.Assets, card.AssetsLeftOut
 	if n := len(card.AssetsLeftOut); n > 0 {
-		them := map[bool]string{true: "it", false: "them"}[n == 1]
+		them := either(n == 1, "it", "them")
 		r.notes = append(r.notes, fmt.Sprintf("Not kept of the CHARX: %s (cardwriter-mcp keeps at most %d MiB and %d members of a "+
 			"card's assets, and none it cannot read), so a CHARX export will not carry %s and drops what refers to %s.",
-			strings.Join(card.AssetsLeftOut[:min(n, 5)], ", ")+map[bool]string{true: ", ...", false: ""}[n > 5],
+			strings.Join(card.AssetsLeftOut[:min(n, 5)], ", ")+either(n > 5, ", ...", ""),
 			tavern.MaxKeptAssetBytes>>20, tavern.MaxKeptAssets, them, them))
 	}
 	r.rec.KeptAside = cardKeptAside(left)
