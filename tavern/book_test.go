@@ -242,6 +242,8 @@ func TestCamelCaseBookSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Kept (and listed) under the V3 names from the start.
+	diff(t, "Extensions", map[string]any{"scan_depth": n("3"), "token_budget": n("512"), "recursive_scanning": true}, b.Extensions)
 	out, err := WriteLorebookV3(b)
 	if err != nil {
 		t.Fatal(err)
