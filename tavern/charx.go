@@ -156,27 +156,20 @@ func (c *Card) DetachEmbedded() []string {
 	return dropped
 }
 
-// WriteCHARX renders a card as a CHARX zip: card.json (the V3 JSON) and every asset the card
-// carries (Card.Assets, as they were read), so that an asset nobody references survives too. An
-// asset of data.assets whose embeded:// member is not among them is dropped (and returned,
-// described), so that no reference dangles. icon is the card's avatar (PNG): when no icon asset of
-// the card has its member, it is added as the main icon, at assets/icon/images/main.png.
-func WriteCHARX(c *Card, icon []byte) ([]byte, []string, error) {
-	if c == nil {
-		return nil, nil, errors.New("no card")
-	}
-	cc := *c
+// AttachCHARX prepares a card for a CHARX export: an asset of data.assets whose embeded://
+// member is not among c.Assets is dropped (and returned, described), so that no reference
+// dangles; icon is the card's avatar (PNG): when no icon asset of the card has its member, it is
+// added to c.Assets as the main icon, at assets/icon/images/main.png, and named in data.assets
+// (in place of a main icon given as ccdefault:). Calling it again changes nothing.
+func (c *Card) AttachCHARX(icon []byte) []string {
 	members := map[string]bool{}
-	for _, a := range cc.Assets {
-		if !localZipName(a.Path) || strings.EqualFold(a.Path, "card.json") {
-			return nil, nil, fmt.Errorf("asset %q: not a path a CHARX may hold", a.Path)
-		}
+	for _, a := range c.Assets {
 		members[a.Path] = true
 	}
 	var dropped []string
 	var list []any
 	hasIcon := false
-	for _, x := range dataAssets(&cc) {
+	for _, x := range dataAssets(c) {
 		a, ok := x.(map[string]any)
 		uri, _ := a["uri"].(string)
 		p := embeddedPath(uri)
@@ -189,13 +182,12 @@ func WriteCHARX(c *Card, icon []byte) ([]byte, []string, error) {
 		}
 		list = append(list, x)
 	}
-	assets := cc.Assets
 	if !hasIcon && len(icon) > 0 {
 		p := charxMainIcon
 		for i := 2; members[p]; i++ {
 			p = fmt.Sprintf("assets/icon/images/main-%d.png", i)
 		}
-		assets = append(append([]Asset(nil), assets...), Asset{Path: p, Data: icon})
+		c.Assets = append(append([]Asset(nil), c.Assets...), Asset{Path: p, Data: icon})
 		main := map[string]any{"type": "icon", "uri": "embeded://" + p, "name": "main", "ext": "png"}
 		placed := false
 		for i, x := range list {
@@ -211,12 +203,30 @@ func WriteCHARX(c *Card, icon []byte) ([]byte, []string, error) {
 			list = append(list, main)
 		}
 	}
-	if list != nil || dataAssets(&cc) != nil {
+	if list != nil || dataAssets(c) != nil {
 		if list == nil {
 			list = []any{}
 		}
-		setDataAssets(&cc, list)
+		setDataAssets(c, list)
 	}
+	return dropped
+}
+
+// WriteCHARX renders a card as a CHARX zip: card.json (the V3 JSON) first, then every asset the
+// card carries (Card.Assets, as they were read), so that an asset nobody references survives too.
+// It works on a copy prepared with AttachCHARX(icon), and returns what that dropped.
+func WriteCHARX(c *Card, icon []byte) ([]byte, []string, error) {
+	if c == nil {
+		return nil, nil, errors.New("no card")
+	}
+	for _, a := range c.Assets {
+		if !localZipName(a.Path) || strings.EqualFold(a.Path, "card.json") {
+			return nil, nil, fmt.Errorf("asset %q: not a path a CHARX may hold", a.Path)
+		}
+	}
+	cc := *c
+	dropped := cc.AttachCHARX(icon)
+	assets := cc.Assets
 	js, err := WriteV3JSON(&cc)
 	if err != nil {
 		return nil, nil, err

@@ -138,11 +138,11 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 				out.Avatar = "image"
 			}
 		}
-		var dropped []string
-		if file, dropped, err = tavern.WriteCHARX(tc, icon); err != nil {
+		// Attached here, so that structuredContent.card is the CHARX's card.json.
+		out.DroppedAssets = append(out.DroppedAssets, tc.AttachCHARX(icon)...)
+		if file, _, err = tavern.WriteCHARX(tc, nil); err != nil {
 			return nil, fmt.Errorf("write the CHARX card: %w", err)
 		}
-		out.DroppedAssets = append(out.DroppedAssets, dropped...)
 	default:
 		out.DroppedAssets = append(out.DroppedAssets, tc.DetachEmbedded()...)
 	}

@@ -304,6 +304,9 @@ func TestTavernRealCHARXRoundTrip(t *testing.T) {
 
 	out, sc := exportFile(t, same, roleID, "charx")
 	got := zipMembers(t, out)
+	if !sameJSON(decodeNumbers(t, got["card.json"]), sc["card"]) {
+		t.Error("structuredContent.card is not the CHARX's card.json")
+	}
 	for name, data := range srcMembers {
 		if name != "card.json" && !bytes.Equal(got[name], data) {
 			t.Errorf("member %s not written back as it was", name)
@@ -321,6 +324,9 @@ func TestTavernRealCHARXRoundTrip(t *testing.T) {
 
 	out, sc = exportFile(t, fresh, roleID, "charx")
 	got = zipMembers(t, out)
+	if !sameJSON(decodeNumbers(t, got["card.json"]), sc["card"]) {
+		t.Error("structuredContent.card is not the fresh CHARX's card.json")
+	}
 	if len(got) != 2 || got["card.json"] == nil || got["assets/icon/images/main.png"] == nil {
 		t.Errorf("fresh CHARX members: %v", slices.Sorted(func(yield func(string) bool) {
 			for k := range got {
