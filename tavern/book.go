@@ -446,7 +446,10 @@ func restoredEntryObject(e *Entry, t target) *obj {
 		ext[categoryKey] = e.Category
 	}
 	o.set("extensions", ext)
-	o.set("name", e.Name)
+	// SillyTavern writes comment and no name: an empty name the comment stands for is not added.
+	if _, hasComment := res["comment"]; e.Name != "" || hasComment {
+		o.set("name", e.Name)
+	}
 	// priority is optional in both formats: a zero the source did not have is not added.
 	if pri, hasPri := res["priority"]; hasPri || e.Priority != 0 {
 		o.set("priority", keepRawInt(pri, hasPri, e.Priority))

@@ -143,6 +143,8 @@ func TestTavernRealCardRoundTrip(t *testing.T) {
 		}
 		for i, e := range srcEntries {
 			checkRestored(t, "entry", e.(map[string]any), entries[i].(map[string]any))
+			// And nothing more: the entry is the file's, field for field.
+			checkNotInvented(t, "entry", e.(map[string]any), entries[i].(map[string]any), nil, "")
 		}
 	})
 	t.Run("a fresh store", func(t *testing.T) {
