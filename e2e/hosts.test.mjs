@@ -192,8 +192,16 @@ for (const { line, transport } of COMBINATIONS) {
         assert.deepEqual(exported.card.data.extensions.e2e, { kept: true });
         await bad('export_tavern_card', { roleId: 'nope' });
 
-        await good('import_tavern_worldbook', { source: { json: WORLD_INFO }, roleId });
+        const lore = await good('import_tavern_worldbook', { source: { json: WORLD_INFO }, roleId });
         await bad('import_tavern_worldbook', { source: { json: WORLD_INFO, dataBase64: 'e30=' } }, 'invalid_arguments');
+
+        const book = await good('export_tavern_worldbook', { worldbookId: lore.worldbookId });
+        assert.equal(book.lorebook.name, 'Shoals');
+        assert.deepEqual(book.lorebook.entries['0'], WORLD_INFO.entries[0]);
+        assert.deepEqual(book.notRestored, []);
+        const v3 = await good('export_tavern_worldbook', { worldbookId: lore.worldbookId, format: 'lorebook_v3' });
+        assert.equal(v3.lorebook.spec, 'lorebook_v3');
+        await bad('export_tavern_worldbook', { worldbookId: lore.worldbookId, format: 'gif' }, 'invalid_arguments');
 
         // publish_card: an empty card is refused with its report; the ready card is submitted.
         const empty = await good('create_card', { roleName: 'Empty' });

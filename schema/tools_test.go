@@ -62,7 +62,9 @@ func TestToolSchemasUseTheContract(t *testing.T) {
 		{"import_tavern_card", "input", `{"mode":"card"}`, "/: missing property 'source'"},
 		// Id: the contract's minLength.
 		{"export_tavern_card", "input", `{"roleId":""}`, "/roleId: minLength: got 0, want 1"},
-		{"export_tavern_card", "input", `{"roleId":"r","format":"gif"}`, "/format: value must be one of 'json', 'png'"},
+		{"export_tavern_card", "input", `{"roleId":"r","format":"gif"}`, "/format: value must be one of 'json', 'png', 'charx'"},
+		{"export_tavern_worldbook", "input", `{"worldbookId":"w","format":"png"}`, "/format: value must be one of 'worldinfo', 'lorebook_v3'"},
+		{"export_tavern_worldbook", "input", `{"format":"worldinfo"}`, "/: missing property 'worldbookId'"},
 		// The entry's fields and MatchOptions come from the contract; list_worldbook_entries output is accepted.
 		{"test_worldbook_triggers", "input", `{"text":"t","entries":[{"entryId":"e","name":"n","content":"c","keywords":["k"],"secondaryKeywords":[],` +
 			`"matchOptions":null,"category":"","isEnabled":true,"isConstant":false,"priority":0,"sortOrder":0,"lastUpdateTime":"x","activationCount":0}]}`, ""},

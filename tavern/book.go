@@ -82,11 +82,30 @@ func bookFromCB(m map[string]any, path string) (*Book, error) {
 	if err := dropEmptyExtensions(rest, path); err != nil {
 		return nil, err
 	}
+	v3BookSettings(rest)
 	if len(rest) > 0 {
 		b.Extensions = rest
 	}
 	return b, nil
 }
+
+// v3BookSettings renames the book settings an editor wrote in camelCase to their V3 names (where
+// the V3 name is not set too), so that they are kept, listed and written under those names.
+func v3BookSettings(m map[string]any) {
+	for _, s := range bookSettings {
+		v, ok := m[s.camel]
+		if !ok {
+			continue
+		}
+		if _, both := m[s.v3]; !both {
+			m[s.v3] = v
+			delete(m, s.camel)
+		}
+	}
+}
+
+// BookFieldsNotHeld names the lorebook fields (V3 names) the card service has no field for.
+var BookFieldsNotHeld = []string{"scan_depth", "token_budget", "recursive_scanning", "extensions"}
 
 // dropEmptyExtensions removes an empty "extensions" (writers always write one) and refuses a
 // non-object one.
@@ -282,16 +301,82 @@ const (
 	targetWI               // SillyTavern World Info entry
 )
 
+// EntryFieldsNotHeld names the lorebook entry fields (V3 names) the card service has no field for.
+// An entry with no Extensions (no kept-aside record: authored on the service, or imported with
+// another store) is written without them, except position (see entryObject).
+var EntryFieldsNotHeld = []string{"id", "position", "use_regex", "selective", "secondary_keys", "comment", "extensions"}
+
 // entryObject builds a V2/V3 lorebook entry from an entry, restoring the fields kept in its Extensions.
 func entryObject(e *Entry, t target) (*obj, error) {
+	if e.MatchOptions != nil && (e.MatchOptions.SelectiveLogic < 0 || e.MatchOptions.SelectiveLogic > 3) {
+		return nil, fmt.Errorf("selectiveLogic %d is not 0-3", e.MatchOptions.SelectiveLogic)
+	}
+	if e.Extensions == nil {
+		return heldEntryObject(e, t), nil
+	}
+	return restoredEntryObject(e, t), nil
+}
+
+// heldEntryObject builds the entry of an entry that has no kept-aside fields: only what the card
+// service holds, and nothing it does not (no id, depth, probability, useProbability, ...; a
+// reader applies its own defaults to them). Matching options equal to SillyTavern's defaults
+// (case-insensitive, any word boundary, AND ANY) are left out too, so that none of its "use the
+// global setting" values turns into a fixed one. selective is written only when the entry has
+// secondary keywords (they gate it). position is the exception: SillyTavern reads a missing one
+// as after_char, while its own default for an entry is before_char, which is written.
+func heldEntryObject(e *Entry, t target) *obj {
+	mo := MatchOptions{}
+	if e.MatchOptions != nil {
+		mo = *e.MatchOptions
+	}
+	o := newObj()
+	o.set("keys", nonNil(e.Keywords))
+	if len(e.SecondaryKeywords) > 0 {
+		o.set("secondary_keys", e.SecondaryKeywords)
+	}
+	o.set("comment", e.Name)
+	o.set("content", e.Content)
+	o.set("constant", e.IsConstant)
+	if len(e.SecondaryKeywords) > 0 {
+		o.set("selective", true)
+	}
+	o.set("insertion_order", e.SortOrder)
+	o.set("enabled", e.IsEnabled)
+	o.set("position", "before_char")
+	ext := map[string]any{}
+	if mo.CaseSensitive {
+		ext["case_sensitive"] = true
+	}
+	if mo.MatchWholeWords {
+		ext["match_whole_words"] = true
+	}
+	if mo.SelectiveLogic != LogicAndAny {
+		ext["selectiveLogic"] = mo.SelectiveLogic
+	}
+	if e.Category != "" {
+		ext[categoryKey] = e.Category
+	}
+	o.set("extensions", ext)
+	if e.Name != "" {
+		o.set("name", e.Name)
+	}
+	if e.Priority != 0 {
+		o.set("priority", e.Priority)
+	}
+	if mo.CaseSensitive && t == targetCB {
+		o.set("case_sensitive", true)
+	}
+	return o
+}
+
+// restoredEntryObject builds the entry of an entry read from a file (or restored from what was
+// kept aside of it): its Extensions go back where they were, and the matching options the
+// service holds are written where the file kept them when they changed.
+func restoredEntryObject(e *Entry, t target) *obj {
 	res := e.Extensions
-	isNew := res == nil
 	want := MatchOptions{}
 	if e.MatchOptions != nil {
 		want = *e.MatchOptions
-	}
-	if want.SelectiveLogic < 0 || want.SelectiveLogic > 3 {
-		return nil, fmt.Errorf("selectiveLogic %d is not 0-3", want.SelectiveLogic)
 	}
 	o := newObj()
 	if id, ok := res["id"]; ok {
@@ -312,26 +397,19 @@ func entryObject(e *Entry, t target) (*obj, error) {
 	}
 	o.set("content", e.Content)
 	o.set("constant", e.IsConstant)
-	switch {
-	case len(e.SecondaryKeywords) > 0:
+	if len(e.SecondaryKeywords) > 0 {
 		o.set("selective", true)
-	case isNew:
-		o.set("selective", true) // SillyTavern's default for a new entry
-	default:
-		if s, ok := res["selective"]; ok {
-			if _, hasSK := res["secondary_keys"]; hasSK {
-				s = false // kept secondary keys were inactive and stay so
-			}
-			o.set("selective", s)
+	} else if s, ok := res["selective"]; ok {
+		if _, hasSK := res["secondary_keys"]; hasSK {
+			s = false // kept secondary keys were inactive and stay so
 		}
+		o.set("selective", s)
 	}
 	ord, hasOrd := res["insertion_order"]
 	o.set("insertion_order", keepRawInt(ord, hasOrd, e.SortOrder))
 	o.set("enabled", e.IsEnabled)
 	if p, ok := res["position"]; ok {
 		o.set("position", p)
-	} else if isNew {
-		o.set("position", "before_char")
 	}
 	if u, ok := res["use_regex"]; ok {
 		o.set("use_regex", u)
@@ -342,50 +420,38 @@ func entryObject(e *Entry, t target) (*obj, error) {
 		ext = deepCopyMap(m)
 	}
 	topCS, hasTopCS := res["case_sensitive"]
-	if isNew {
-		ext["selectiveLogic"] = want.SelectiveLogic
-		ext["case_sensitive"] = want.CaseSensitive
+	cur := deriveMatch(res)
+	if want.CaseSensitive != cur.CaseSensitive {
+		wrote := false
+		if hasTopCS && topCS != nil {
+			topCS, wrote = want.CaseSensitive, true
+		}
+		if v, ok := ext["case_sensitive"]; ok && v != nil {
+			ext["case_sensitive"], wrote = want.CaseSensitive, true
+		}
+		if !wrote {
+			ext["case_sensitive"] = want.CaseSensitive
+			if t == targetCB {
+				topCS, hasTopCS = want.CaseSensitive, true
+			}
+		}
+	}
+	if want.MatchWholeWords != cur.MatchWholeWords {
 		ext["match_whole_words"] = want.MatchWholeWords
-		// SillyTavern's defaults for a new entry.
-		for k, v := range map[string]any{"position": 0, "depth": 4, "probability": 100, "useProbability": true} {
-			if _, ok := ext[k]; !ok {
-				ext[k] = v
-			}
-		}
-		if t == targetCB {
-			topCS, hasTopCS = want.CaseSensitive, true
-		}
-	} else {
-		cur := deriveMatch(res)
-		if want.CaseSensitive != cur.CaseSensitive {
-			wrote := false
-			if hasTopCS && topCS != nil {
-				topCS, wrote = want.CaseSensitive, true
-			}
-			if v, ok := ext["case_sensitive"]; ok && v != nil {
-				ext["case_sensitive"], wrote = want.CaseSensitive, true
-			}
-			if !wrote {
-				ext["case_sensitive"] = want.CaseSensitive
-				if t == targetCB {
-					topCS, hasTopCS = want.CaseSensitive, true
-				}
-			}
-		}
-		if want.MatchWholeWords != cur.MatchWholeWords {
-			ext["match_whole_words"] = want.MatchWholeWords
-		}
-		if want.SelectiveLogic != cur.SelectiveLogic {
-			ext["selectiveLogic"] = want.SelectiveLogic
-		}
+	}
+	if want.SelectiveLogic != cur.SelectiveLogic {
+		ext["selectiveLogic"] = want.SelectiveLogic
 	}
 	if e.Category != "" {
 		ext[categoryKey] = e.Category
 	}
 	o.set("extensions", ext)
-	o.set("name", e.Name)
+	// SillyTavern writes comment and no name: an empty name the comment stands for is not added.
+	if _, hasComment := res["comment"]; e.Name != "" || hasComment {
+		o.set("name", e.Name)
+	}
 	// priority is optional in both formats: a zero the source did not have is not added.
-	if pri, hasPri := res["priority"]; hasPri || e.Priority != 0 || (isNew && t == targetCB) {
+	if pri, hasPri := res["priority"]; hasPri || e.Priority != 0 {
 		o.set("priority", keepRawInt(pri, hasPri, e.Priority))
 	}
 	if hasTopCS {
@@ -398,7 +464,7 @@ func entryObject(e *Entry, t target) (*obj, error) {
 		}
 	}
 	o.setRest(rest)
-	return o, nil
+	return o
 }
 
 // bookObject builds a V2/V3 lorebook object.
@@ -429,7 +495,7 @@ func bookObject(b *Book) (*obj, error) {
 	o.set("entries", entries)
 	rest := map[string]any{}
 	for k, v := range b.Extensions {
-		if !ownedBookFields[k] && !isCamelBookSetting(k) {
+		if !ownedBookFields[k] && !writtenAsV3(b.Extensions, k) {
 			rest[k] = v
 		}
 	}
@@ -443,10 +509,13 @@ var bookSettings = []struct{ v3, camel string }{
 	{"scan_depth", "scanDepth"}, {"token_budget", "tokenBudget"}, {"recursive_scanning", "recursiveScanning"},
 }
 
-func isCamelBookSetting(k string) bool {
+// writtenAsV3 reports whether k is a camelCase setting bookObject wrote under its V3 name (it
+// does so when the V3 name is not set too; else both are kept as they are).
+func writtenAsV3(ext map[string]any, k string) bool {
 	for _, s := range bookSettings {
 		if s.camel == k {
-			return true
+			_, both := ext[s.v3]
+			return !both
 		}
 	}
 	return false

@@ -177,8 +177,9 @@ func TestCrossFormat(t *testing.T) {
 	diff(t, "depth survives", n("2"), ext["depth"])
 }
 
-// TestWorldInfoNewEntries: entries from the service (no Extensions) get uids, SillyTavern's defaults
-// and every matching option explicitly; a kept uid is not reused.
+// TestWorldInfoNewEntries: entries from the service (no Extensions) get uids and what the service
+// holds, matching options only where they differ from SillyTavern's defaults, and nothing the
+// service does not hold (depth, probability, useProbability); a kept uid is not reused.
 func TestWorldInfoNewEntries(t *testing.T) {
 	t.Parallel()
 	b := &Book{Name: "svc", Entries: []Entry{
@@ -194,13 +195,15 @@ func TestWorldInfoNewEntries(t *testing.T) {
 	a := entries["1"].(map[string]any)
 	diff(t, "uid", n("1"), a["uid"])
 	diff(t, "caseSensitive", true, a["caseSensitive"])
-	diff(t, "matchWholeWords", false, a["matchWholeWords"])
 	diff(t, "selectiveLogic", n("2"), a["selectiveLogic"])
 	diff(t, "selective", true, a["selective"])
 	diff(t, "keysecondary", []any{"b"}, a["keysecondary"])
 	diff(t, "position", n("0"), a["position"])
-	diff(t, "depth", n("4"), a["depth"])
-	diff(t, "probability", n("100"), a["probability"])
+	for _, k := range []string{"matchWholeWords", "depth", "probability", "useProbability", "priority"} {
+		if v, ok := a[k]; ok {
+			t.Errorf("%s = %v written, though the service does not hold it", k, v)
+		}
+	}
 	diff(t, "order", n("5"), a["order"])
 	diff(t, "disable", false, a["disable"])
 	diff(t, "category", "cat", a[categoryKey])
@@ -239,6 +242,8 @@ func TestCamelCaseBookSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Kept (and listed) under the V3 names from the start.
+	diff(t, "Extensions", map[string]any{"scan_depth": n("3"), "token_budget": n("512"), "recursive_scanning": true}, b.Extensions)
 	out, err := WriteLorebookV3(b)
 	if err != nil {
 		t.Fatal(err)

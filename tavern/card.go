@@ -28,6 +28,12 @@ var ownedDataFields = map[string]bool{
 	"tags": true, "creator": true, "character_version": true,
 }
 
+// CardFieldsNotHeld names the V3 card fields (under data) the card service has no field for; a card
+// with no kept-aside record is written with the empty values the format requires for the ones it
+// requires (creator, character_version, extensions, group_only_greetings) and without the others.
+var CardFieldsNotHeld = []string{"creator", "character_version", "extensions", "group_only_greetings", "assets",
+	"nickname", "source", "creator_notes_multilingual", "creation_date", "modification_date"}
+
 // v3OnlyDataFields are the data fields CCv3 added; they are left out of a V2 backfill.
 var v3OnlyDataFields = map[string]bool{
 	"assets": true, "nickname": true, "creator_notes_multilingual": true, "source": true,

@@ -303,8 +303,8 @@ func TestWriteChangedMatchOptions(t *testing.T) {
 	diff(t, "re-read MatchOptions", e.MatchOptions, c2.Book.Entries[0].MatchOptions)
 }
 
-// TestWriteNewCard: a card built from the service's fields (no Extensions anywhere) exports every
-// option explicitly and re-imports to the same service fields.
+// TestWriteNewCard: a card built from the service's fields (no Extensions anywhere) exports what
+// the service holds, none of what it does not, and re-imports to the same service fields.
 func TestWriteNewCard(t *testing.T) {
 	t.Parallel()
 	c := &Card{
@@ -327,8 +327,18 @@ func TestWriteNewCard(t *testing.T) {
 	}
 	entry := decodeAny(t, out)["data"].(map[string]any)["character_book"].(map[string]any)["entries"].([]any)[0].(map[string]any)
 	ext := entry["extensions"].(map[string]any)
-	diff(t, "extensions.case_sensitive", false, ext["case_sensitive"])
 	diff(t, "extensions.match_whole_words", true, ext["match_whole_words"])
+	for _, k := range []string{"case_sensitive", "depth", "probability", "useProbability", "position"} {
+		if v, ok := ext[k]; ok {
+			t.Errorf("extensions.%s = %v written, though the service does not hold it", k, v)
+		}
+	}
+	second := decodeAny(t, out)["data"].(map[string]any)["character_book"].(map[string]any)["entries"].([]any)[1].(map[string]any)
+	for _, k := range []string{"selective", "secondary_keys", "priority", "id", "use_regex"} {
+		if v, ok := second[k]; ok {
+			t.Errorf("%s = %v written for an entry with no secondary keywords and priority 0", k, v)
+		}
+	}
 	diff(t, "extensions.selectiveLogic", n("3"), ext["selectiveLogic"])
 	diff(t, "extensions.cardwriter/category", "places", ext[categoryKey])
 	diff(t, "selective", true, entry["selective"])

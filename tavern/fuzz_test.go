@@ -103,6 +103,37 @@ func FuzzReadCHARX(f *testing.F) {
 				t.Fatalf("avatar is not a PNG: %v", err)
 			}
 		}
+		// A CHARX export holds every member that was kept, and reads back as the same card.
+		// The assets whose member is missing are dropped from data.assets, and only they.
+		out, dropped, err := WriteCHARX(c, nil)
+		if err != nil {
+			t.Fatalf("WriteCHARX of a card that was read: %v", err)
+		}
+		back, _, err := read(out)
+		if err != nil {
+			t.Fatalf("re-read of a CHARX export: %v", err)
+		}
+		diff(t, "assets", c.Assets, back.Assets)
+		if n, m := len(dataAssets(c)), len(dataAssets(back)); n != m+len(dropped) {
+			t.Fatalf("%d assets, %d written back and %d dropped", n, m, len(dropped))
+		}
+		members := map[string]bool{}
+		for _, a := range back.Assets {
+			members[a.Path] = true
+		}
+		for _, x := range dataAssets(back) {
+			a, _ := x.(map[string]any)
+			uri, _ := a["uri"].(string)
+			if p := embeddedPath(uri); p != "" && !members[p] {
+				t.Fatalf("%s dangles", uri)
+			}
+		}
+		if len(dropped) > 0 {
+			want := *c
+			setDataAssets(&want, dataAssets(back))
+			c = &want
+		}
+		compareCards(t, c, back, false)
 	})
 }
 
@@ -113,6 +144,8 @@ func FuzzReadBook(f *testing.F) {
 	}
 	f.Add([]byte(`{"spec":"lorebook_v3","data":{"name":"b","entries":[{"keys":["a"],"content":"c","extensions":{}}]}}`))
 	f.Add([]byte(`{"entries":[{"key":["a"],"uid":"3"},{"keys":"b","id":"x"}]}`))
+	f.Add(taverntest.Real(f, taverntest.RealEldoriaJSON))
+	f.Add([]byte(`{"name":"c","scanDepth":3,"scan_depth":4,"tokenBudget":9,"entries":[]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := readBook(data)
 		if err != nil {

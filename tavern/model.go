@@ -63,6 +63,12 @@ type Card struct {
 	Extensions map[string]any `json:"extensions,omitempty"`
 	// Avatar is the card's PNG image without its card chunks when it was read from a PNG or CHARX.
 	Avatar []byte `json:"-"`
+	// Assets are the members of the CHARX the card was read from, other than card.json, in zip
+	// order (at most MaxKeptAssetBytes of them); WriteCHARX writes them back.
+	Assets []Asset `json:"-"`
+	// AssetsLeftOut names the CHARX members Read did not keep (past MaxKeptAssetBytes or
+	// MaxKeptAssets, or unreadable).
+	AssetsLeftOut []string `json:"-"`
 }
 
 // Book is the neutral model of a lorebook (character_book, lorebook_v3 or World Info).
@@ -183,6 +189,8 @@ type Leftovers struct {
 	Book map[string]any `json:"book,omitempty"`
 	// Entries are the entries' Extensions, in book order, with the name and keywords that identify them.
 	Entries []EntryLeftovers `json:"entries,omitempty"`
+	// Assets are the card's CHARX members.
+	Assets []Asset `json:"assets,omitempty"`
 }
 
 // EntryLeftovers is one entry's Extensions with what identifies the entry again after a trip through the service.
@@ -202,6 +210,7 @@ func (c *Card) Leftovers() *Leftovers {
 		Card:             deepCopyMap(c.Extensions),
 		Creator:          c.Creator,
 		CharacterVersion: c.CharacterVersion,
+		Assets:           c.Assets,
 	}
 	if c.Book != nil {
 		l.Book = deepCopyMap(c.Book.Extensions)
@@ -231,6 +240,9 @@ func (c *Card) Restore(l *Leftovers) {
 	}
 	if c.CharacterVersion == "" {
 		c.CharacterVersion = l.CharacterVersion
+	}
+	if c.Assets == nil {
+		c.Assets = l.Assets
 	}
 	if c.Book == nil {
 		return

@@ -339,6 +339,15 @@ func textChunkData(keyword string, js []byte) []byte {
 	return base64.StdEncoding.AppendEncode(out, js)
 }
 
+// ToPNG returns an image as PNG: a PNG as it is, a JPEG, GIF or WebP converted (at most 8192
+// pixels a side).
+func ToPNG(data []byte) ([]byte, error) {
+	if bytes.HasPrefix(data, pngSignature) {
+		return data, nil
+	}
+	return toPNG(data)
+}
+
 // toPNG converts a JPEG, GIF or WebP image to PNG, refusing huge images before decoding them.
 func toPNG(data []byte) ([]byte, error) {
 	cfg, format, err := image.DecodeConfig(bytes.NewReader(data))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path"
 	"strings"
 )
 
@@ -89,6 +88,7 @@ func readCHARX(data []byte) (*Card, Format, error) {
 		return nil, Format{}, fmt.Errorf("CHARX card.json: %w", err)
 	}
 	c.Avatar = charxAvatar(root, files)
+	c.Assets, c.AssetsLeftOut = readAssets(zr, card)
 	return c, Format{Container: "charx", Spec: spec}, nil
 }
 
@@ -145,12 +145,7 @@ func charxAvatar(root map[string]any, files map[string]*zip.File) []byte {
 			uri = u
 		}
 	}
-	var p string
-	for _, scheme := range []string{"embeded://", "embedded://"} {
-		if strings.HasPrefix(uri, scheme) {
-			p = path.Clean(strings.TrimPrefix(strings.TrimPrefix(uri, scheme), "/"))
-		}
-	}
+	p := embeddedPath(uri)
 	f, ok := files[p]
 	if p == "" || !ok {
 		return nil

@@ -289,6 +289,7 @@ func bookFromWI(root map[string]any, order []string) (*Book, error) {
 	if err := dropEmptyExtensions(rest, "World Info"); err != nil {
 		return nil, err
 	}
+	v3BookSettings(rest)
 	if len(rest) > 0 {
 		b.Extensions = rest
 	}

@@ -84,3 +84,11 @@ func joinOr(l []string, none string) string {
 	}
 	return strings.Join(l, ", ")
 }
+
+// either returns one when cond holds, else other.
+func either(cond bool, one, other string) string {
+	if cond {
+		return one
+	}
+	return other
+}

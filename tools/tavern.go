@@ -53,11 +53,16 @@ func tavernTools() []Tool {
 			Description: "Export a card, its text sections and its bound worldbooks as a Character Card V3 file, without changing " +
 				"anything. format json (the default) returns the V3 JSON as text and as structuredContent.card; format png " +
 				"returns a PNG (the card's avatar, or a placeholder when it has none) carrying the card in a ccv3 chunk (V3) " +
-				"and a chara chunk (V2), as image content and as structuredContent.dataBase64. " +
+				"and a chara chunk (V2), as image content; format charx returns a zip of card.json and the card's assets " +
+				"(every member of the CHARX it was imported from; the avatar as main icon), as a resource; both also as " +
+				"structuredContent.dataBase64. " +
 				"The mapping is import_tavern_card's, reversed: the bound worldbooks' entries make up character_book (the " +
 				"worldbook the card was imported with first, entries in the file's order), and what import_tavern_card kept " +
 				"aside for the card and its worldbooks is restored (listed in keptAsideRestored), so a card imported from a " +
-				"file exports to the same file. Use it to hand a card to another app or to back it up.\n\n" +
+				"file exports to the same file. Where nothing was kept aside (the card was imported with another server's " +
+				"store, or written with the tools), the file holds what the card service holds and no guessed value; the " +
+				"fields it could not restore are listed in notRestored. json and png carry no CHARX members: assets that " +
+				"point into one are left out (droppedAssets). Use it to hand a card to another app or to back it up.\n\n" +
 				`Example: {"roleId":"r_8f2c1a","format":"png"}`,
 			Annotations: readHints(),
 			Handler:     exportTavernCard,
@@ -70,12 +75,36 @@ func tavernTools() []Tool {
 					}
 					s += fmt.Sprintf(" with %s from %s", plural(n, "lorebook entry", "lorebook entries"), plural(int64(len(wbs)), "worldbook", "worldbooks"))
 				}
-				if k := list(out, "keptAsideRestored"); len(k) > 0 {
-					s += fmt.Sprintf("; restored %s kept aside at import", plural(int64(len(k)), "field", "fields"))
+				s += restoredSummary(out)
+				if k := list(out, "droppedAssets"); len(k) > 0 {
+					s += fmt.Sprintf("; %s left out (droppedAssets)", plural(int64(len(k)), "embedded asset", "embedded assets"))
 				}
 				if str(out, "avatar") == "placeholder" {
 					s += "; placeholder image"
 				}
+				return s + "."
+			},
+		},
+		{
+			Name:    "export_tavern_worldbook",
+			Toolset: ToolsetTavern,
+			Title:   "Export a worldbook as a lorebook file",
+			Description: "Export one worldbook's entries as a lorebook file, without changing anything: format worldinfo (the default) " +
+				"is a SillyTavern World Info JSON (entries keyed by uid), format lorebook_v3 a Character Card V3 lorebook " +
+				"(spec lorebook_v3); the file is returned as text and as structuredContent.lorebook. The mapping is " +
+				"import_tavern_worldbook's, reversed, entries in the order of the file they came from; what an import kept aside " +
+				"for the worldbook (entry ids, depth, probability, groups, the book's scan_depth, token_budget, ...) is restored " +
+				"(keptAsideRestored). Where nothing was kept aside (the worldbook was imported with another server's store, or " +
+				"written with the tools), the file holds what the card service holds and no guessed value, and notRestored " +
+				"lists the fields it could not restore. Use it to take a worldbook to SillyTavern or another app, or to back it up.\n\n" +
+				`Example: {"worldbookId":"wb_3c9d","format":"lorebook_v3"}`,
+			Annotations: readHints(),
+			Handler:     exportTavernWorldbook,
+			Summary: func(out map[string]any) string {
+				s := fmt.Sprintf("Exported worldbook %s %s as %s with %s", str(out, "worldbookId"), quoted(str(out, "name")),
+					either(str(out, "format") == formatLorebookV3, "a lorebook_v3 file", "a SillyTavern World Info file"),
+					plural(num(out, "entries"), "entry", "entries"))
+				s += restoredSummary(out)
 				return s + "."
 			},
 		},
@@ -150,4 +179,16 @@ func summarizeCardImport(out map[string]any) string {
 		s += "; kept aside (restored on export): " + names
 	}
 	return s + "."
+}
+
+// restoredSummary sums up an export's keptAsideRestored and notRestored, "" when both are empty.
+func restoredSummary(out map[string]any) string {
+	var s string
+	if k := list(out, "keptAsideRestored"); len(k) > 0 {
+		s += fmt.Sprintf("; restored %s kept aside at import", plural(int64(len(k)), "field", "fields"))
+	}
+	if k := list(out, "notRestored"); len(k) > 0 {
+		s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored)", plural(int64(len(k)), "field", "fields"))
+	}
+	return s
 }

@@ -54,6 +54,10 @@ type cardRecord struct {
 	// WorldbookID is the worldbook made from the card's character_book (its own record holds the
 	// book's leftovers).
 	WorldbookID string `json:"worldbookId,omitempty"`
+	// Assets are the members of the CHARX the card came from (other than card.json), and
+	// AssetsLeftOut the members not kept (over tavern.MaxKeptAssetBytes).
+	Assets        []tavern.Asset `json:"assets,omitempty"`
+	AssetsLeftOut []string       `json:"assetsLeftOut,omitempty"`
 	// Complete is true once every step of the import succeeded.
 	Complete bool `json:"complete"`
 }
@@ -197,6 +201,9 @@ func cardKeptAside(l *tavern.Leftovers) []string {
 	}
 	if l.CharacterVersion != "" {
 		out = append(out, "data.character_version")
+	}
+	for _, a := range l.Assets {
+		out = append(out, "charx/"+a.Path)
 	}
 	sort.Strings(out)
 	return out

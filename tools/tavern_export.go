@@ -36,6 +36,8 @@ type exportResult struct {
 	DataBase64        string          `json:"dataBase64,omitempty"`
 	MimeType          string          `json:"mimeType,omitempty"`
 	KeptAsideRestored []string        `json:"keptAsideRestored"`
+	NotRestored       []string        `json:"notRestored"`
+	DroppedAssets     []string        `json:"droppedAssets"`
 	Worldbooks        []worldbookUsed `json:"worldbooks"`
 	Avatar            string          `json:"avatar"`
 	Notes             []string        `json:"notes"`
@@ -43,12 +45,25 @@ type exportResult struct {
 
 // Export formats.
 const (
-	formatJSON = "json"
-	formatPNG  = "png"
+	formatJSON  = "json"
+	formatPNG   = "png"
+	formatCHARX = "charx"
 )
 
+// charxMIME is the media type export_tavern_card gives a CHARX file (a zip).
+const charxMIME = "application/zip"
+
+// prefixed returns each name with prefix before it.
+func prefixed(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + n
+	}
+	return out
+}
+
 // exportTavernCard exports a card, its document and its bound worldbooks as a Character Card V3
-// JSON or PNG file, restoring what an import kept aside.
+// JSON, PNG or CHARX file, restoring what an import kept aside and naming what it could not.
 func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 	var in exportArgs
 	if err := json.Unmarshal(c.Body, &in); err != nil {
@@ -69,24 +84,31 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 		return nil, err
 	}
 	var rec cardRecord
-	if _, err := loadRecord(ctx, c.Aside, keys.card(card.RoleID), &rec); err != nil {
+	hasRec, err := loadRecord(ctx, c.Aside, keys.card(card.RoleID), &rec)
+	if err != nil {
 		return nil, err
 	}
 	tc := &tavern.Card{
 		Name: card.RoleName, Welcome: card.RoleWelcome, Alternates: nilIfEmpty(card.WelcomeAlternates),
 		Description: card.RoleDesc, Sections: sectionsOf(card.Sections), Tags: nilIfEmpty(card.Tags),
 	}
-	out := exportResult{RoleID: card.RoleID, Format: in.Format, Worldbooks: []worldbookUsed{}, Avatar: "none", Notes: []string{}}
+	out := exportResult{RoleID: card.RoleID, Format: in.Format, Worldbooks: []worldbookUsed{}, Avatar: "none",
+		Notes: []string{}, DroppedAssets: []string{}}
 	kept := [][]string{rec.KeptAside}
+	notRestored := [][]string{prefixed("charx/", rec.AssetsLeftOut)}
+	if !hasRec {
+		notRestored = append(notRestored, prefixed("data.", tavern.CardFieldsNotHeld))
+	}
 
 	st.start(ctx, "read the bound worldbooks")
-	book, used, bookKept, err := exportBook(ctx, c, keys, card.RoleID, rec.WorldbookID)
+	book, used, err := exportBook(ctx, c, keys, card.RoleID, rec.WorldbookID)
 	if err != nil {
 		return nil, err
 	}
-	tc.Book = book
+	tc.Book = book.book
 	out.Worldbooks = used
-	kept = append(kept, bookKept)
+	kept = append(kept, book.kept)
+	notRestored = append(notRestored, book.notRestored)
 	st.end()
 	st.start(ctx, "write the "+strings.ToUpper(in.Format)+" file")
 	if len(used) > 1 {
@@ -94,11 +116,41 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 			"are merged into character_book under the first one's name.", len(used)))
 	}
 	var bookExt map[string]any
-	if book != nil {
-		bookExt = book.Extensions
+	if tc.Book != nil {
+		bookExt = tc.Book.Extensions
 	}
-	tc.Restore(&tavern.Leftovers{Card: rec.Card, Creator: rec.Creator, CharacterVersion: rec.CharacterVersion, Book: bookExt})
+	tc.Restore(&tavern.Leftovers{Card: rec.Card, Creator: rec.Creator, CharacterVersion: rec.CharacterVersion, Book: bookExt, Assets: rec.Assets})
 	out.KeptAsideRestored = unionSorted(kept...)
+	out.NotRestored = unionSorted(notRestored...)
+
+	var file []byte
+	switch in.Format {
+	case formatCHARX:
+		var icon []byte
+		if card.AvatarImageID != "" {
+			img, note := fetchAvatarOr(ctx, c.Client, card.RoleID, card.AvatarImageID, "the CHARX has no icon unless the import kept one")
+			if note != "" {
+				out.Notes = append(out.Notes, note)
+			} else if icon, err = tavern.ToPNG(img); err != nil {
+				out.Notes = append(out.Notes, fmt.Sprintf("The card's avatar could not be used (%v); the CHARX has no icon unless the import kept one.", err))
+				icon = nil
+			} else {
+				out.Avatar = "image"
+			}
+		}
+		// Attached here, so that structuredContent.card is the CHARX's card.json.
+		out.DroppedAssets = append(out.DroppedAssets, tc.AttachCHARX(icon)...)
+		if file, _, err = tavern.WriteCHARX(tc, nil); err != nil {
+			return nil, fmt.Errorf("write the CHARX card: %w", err)
+		}
+	default:
+		out.DroppedAssets = append(out.DroppedAssets, tc.DetachEmbedded()...)
+	}
+	if len(out.DroppedAssets) > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%s of data.assets pointed into a CHARX the file does not carry, so "+
+			"%s left out (listed in droppedAssets); the main icon, if any, is the file's own image (ccdefault:).",
+			plural(int64(len(out.DroppedAssets)), "asset", "assets"), either(len(out.DroppedAssets) == 1, "it is", "they are")))
+	}
 
 	v3, err := tavern.WriteV3JSON(tc)
 	if err != nil {
@@ -111,8 +163,15 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if out.Card, err = marshalNoEscape(obj); err != nil {
 		return nil, err
 	}
-	if in.Format == formatJSON {
+	switch in.Format {
+	case formatJSON:
 		c.Content = []mcp.Content{mcp.NewTextContent(string(v3))}
+		return marshalNoEscape(out)
+	case formatCHARX:
+		out.DataBase64 = base64.StdEncoding.EncodeToString(file)
+		out.MimeType = charxMIME
+		c.Content = []mcp.Content{mcp.NewEmbeddedResource(mcp.BlobResourceContents{
+			URI: "cardwriter://export/" + card.RoleID + ".charx", MIMEType: charxMIME, Blob: out.DataBase64})}
 		return marshalNoEscape(out)
 	}
 
@@ -140,14 +199,21 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 	return marshalNoEscape(out)
 }
 
+// restoredBook is a lorebook made of worldbooks' entries, with what was kept aside restored.
+type restoredBook struct {
+	book        *tavern.Book // nil when no worldbook was read
+	kept        []string     // what was restored, as the records name it
+	notRestored []string     // what had no record, V3 names under the prefix
+}
+
 // exportBook builds the card's lorebook from its bound worldbooks: the one it was imported with
 // (primary) first, then the others in the service's order, each one's entries in the order of
 // the file they came from (then the service's order for entries added later), with the
-// leftovers kept aside for each entry restored. It returns nil when no worldbook is bound.
-func exportBook(ctx context.Context, c *Call, keys asideKeys, roleID, primary string) (*tavern.Book, []worldbookUsed, []string, error) {
+// leftovers kept aside for each entry restored. Its book is nil when no worldbook is bound.
+func exportBook(ctx context.Context, c *Call, keys asideKeys, roleID, primary string) (restoredBook, []worldbookUsed, error) {
 	bound, err := c.Client.ListCardWorldbooks(ctx, roleID)
 	if err != nil {
-		return nil, nil, nil, err
+		return restoredBook{}, nil, err
 	}
 	list := bound.List
 	for i, wb := range list {
@@ -157,51 +223,73 @@ func exportBook(ctx context.Context, c *Call, keys asideKeys, roleID, primary st
 		}
 	}
 	used := []worldbookUsed{}
-	var kept []string
-	var book *tavern.Book
+	var out restoredBook
 	for _, wb := range list {
-		entries, err := c.Client.ListWorldbookEntries(ctx, wb.WorldbookID, "")
+		rb, n, err := restoreWorldbook(ctx, c, keys, wb, "character_book")
 		if err != nil {
-			return nil, nil, nil, err
+			return restoredBook{}, nil, err
 		}
-		var rec worldbookRecord
-		if _, err := loadRecord(ctx, c.Aside, keys.worldbook(wb.WorldbookID), &rec); err != nil {
-			return nil, nil, nil, err
+		out.kept = append(out.kept, rb.kept...)
+		out.notRestored = append(out.notRestored, rb.notRestored...)
+		if out.book == nil {
+			out.book = rb.book
+		} else {
+			out.book.Entries = append(out.book.Entries, rb.book.Entries...)
 		}
-		kept = append(kept, rec.KeptAside...)
-		if book == nil {
-			name := wb.Name
-			if rec.GeneratedName != "" && wb.Name == rec.GeneratedName {
-				name = rec.Name
+		used = append(used, worldbookUsed{WorldbookID: wb.WorldbookID, Name: wb.Name, Format: wb.Format, Entries: n})
+	}
+	return out, used, nil
+}
+
+// restoreWorldbook reads one worldbook's entries as a lorebook, in the order of the file they came
+// from, with the book's and each entry's kept-aside fields restored; without a record, the
+// fields the service does not hold are named under prefix in notRestored. It returns the number
+// of entries too.
+func restoreWorldbook(ctx context.Context, c *Call, keys asideKeys, wb upstream.Worldbook, prefix string) (restoredBook, int, error) {
+	entries, err := c.Client.ListWorldbookEntries(ctx, wb.WorldbookID, "")
+	if err != nil {
+		return restoredBook{}, 0, err
+	}
+	var rec worldbookRecord
+	hasRec, err := loadRecord(ctx, c.Aside, keys.worldbook(wb.WorldbookID), &rec)
+	if err != nil {
+		return restoredBook{}, 0, err
+	}
+	name := wb.Name
+	if rec.GeneratedName != "" && wb.Name == rec.GeneratedName {
+		name = rec.Name
+	}
+	out := restoredBook{book: &tavern.Book{Name: name, Description: wb.Description, Extensions: rec.Book}, kept: rec.KeptAside}
+	if !hasRec {
+		out.notRestored = prefixed(prefix+".", tavern.BookFieldsNotHeld)
+		if len(entries.Entries) > 0 {
+			out.notRestored = append(out.notRestored, prefixed(prefix+".entries[].", tavern.EntryFieldsNotHeld)...)
+		}
+	}
+	ordered := orderEntries(entries.Entries, rec.Order)
+	for _, e := range ordered {
+		te := tavern.Entry{
+			EntryID: e.EntryID, Name: e.Name, Content: e.Content, Keywords: nilIfEmpty(e.Keywords),
+			SecondaryKeywords: nilIfEmpty(e.SecondaryKeywords), Category: e.Category, IsEnabled: e.IsEnabled,
+			IsConstant: e.IsConstant, Priority: e.Priority, SortOrder: e.SortOrder,
+		}
+		if e.MatchOptions != nil {
+			mo := tavern.MatchOptions(*e.MatchOptions)
+			te.MatchOptions = &mo
+		}
+		if a, ok := rec.Entries[e.EntryID]; ok {
+			te.Extensions = maps.Clone(a.Extensions)
+			if te.Extensions == nil {
+				te.Extensions = map[string]any{}
 			}
-			book = &tavern.Book{Name: name, Description: wb.Description, Extensions: rec.Book}
-		}
-		ordered := orderEntries(entries.Entries, rec.Order)
-		for _, e := range ordered {
-			te := tavern.Entry{
-				EntryID: e.EntryID, Name: e.Name, Content: e.Content, Keywords: nilIfEmpty(e.Keywords),
-				SecondaryKeywords: nilIfEmpty(e.SecondaryKeywords), Category: e.Category, IsEnabled: e.IsEnabled,
-				IsConstant: e.IsConstant, Priority: e.Priority, SortOrder: e.SortOrder,
-			}
-			if e.MatchOptions != nil {
-				mo := tavern.MatchOptions(*e.MatchOptions)
+			if te.MatchOptions == nil && a.MatchOptions != nil {
+				mo := *a.MatchOptions
 				te.MatchOptions = &mo
 			}
-			if a, ok := rec.Entries[e.EntryID]; ok {
-				te.Extensions = maps.Clone(a.Extensions)
-				if te.Extensions == nil {
-					te.Extensions = map[string]any{}
-				}
-				if te.MatchOptions == nil && a.MatchOptions != nil {
-					mo := *a.MatchOptions
-					te.MatchOptions = &mo
-				}
-			}
-			book.Entries = append(book.Entries, te)
 		}
-		used = append(used, worldbookUsed{WorldbookID: wb.WorldbookID, Name: wb.Name, Format: wb.Format, Entries: len(ordered)})
+		out.book.Entries = append(out.book.Entries, te)
 	}
-	return book, used, kept, nil
+	return out, len(ordered), nil
 }
 
 // orderEntries orders a worldbook's entries for export: the service lists them by sortOrder; the
@@ -235,9 +323,14 @@ func orderEntries(entries []upstream.WorldbookEntry, order []string) []upstream.
 
 // fetchAvatar downloads the card's avatar image; note says why it could not, "" when it could.
 func fetchAvatar(ctx context.Context, client *upstream.Client, roleID, imageID string) ([]byte, string) {
+	return fetchAvatarOr(ctx, client, roleID, imageID, "the PNG shows a placeholder image")
+}
+
+// fetchAvatarOr is fetchAvatar whose note ends with what happens instead (instead).
+func fetchAvatarOr(ctx context.Context, client *upstream.Client, roleID, imageID, instead string) ([]byte, string) {
 	assets, err := client.ListCardAssets(ctx, roleID)
 	if err != nil {
-		return nil, fmt.Sprintf("The card's avatar could not be found (%v), so the PNG shows a placeholder image.", err)
+		return nil, fmt.Sprintf("The card's avatar could not be found (%v), so %s.", err, instead)
 	}
 	for _, im := range assets.Images {
 		if im.ImageID != imageID {
@@ -245,11 +338,11 @@ func fetchAvatar(ctx context.Context, client *upstream.Client, roleID, imageID s
 		}
 		data, _, err := client.FetchAsset(ctx, im.URL, tavern.MaxInputSize)
 		if err != nil {
-			return nil, fmt.Sprintf("The card's avatar could not be downloaded (%v), so the PNG shows a placeholder image.", err)
+			return nil, fmt.Sprintf("The card's avatar could not be downloaded (%v), so %s.", err, instead)
 		}
 		return data, ""
 	}
-	return nil, "The card's avatar is not among the images on its author page, so the PNG shows a placeholder image."
+	return nil, "The card's avatar is not among the images on its author page, so " + instead + "."
 }
 
 // sectionsOf returns the card's non-empty document sections by name, nil when there is none.

@@ -198,6 +198,14 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 	r.rec.Version = recordVersion
 	r.rec.Source.SHA256, r.rec.Source.Format = r.sha, r.format
 	r.rec.Card, r.rec.Creator, r.rec.CharacterVersion = left.Card, left.Creator, left.CharacterVersion
+	r.rec.Assets, r.rec.AssetsLeftOut = left.Assets, card.AssetsLeftOut
+	if n := len(card.AssetsLeftOut); n > 0 {
+		them := either(n == 1, "it", "them")
+		r.notes = append(r.notes, fmt.Sprintf("Not kept of the CHARX: %s (cardwriter-mcp keeps at most %d MiB and %d members of a "+
+			"card's assets, and none it cannot read), so a CHARX export will not carry %s and drops what refers to %s.",
+			strings.Join(card.AssetsLeftOut[:min(n, 5)], ", ")+either(n > 5, ", ...", ""),
+			tavern.MaxKeptAssetBytes>>20, tavern.MaxKeptAssets, them, them))
+	}
 	r.rec.KeptAside = cardKeptAside(left)
 	if book != nil {
 		r.rec.KeptAside = unionSorted(r.rec.KeptAside, bookKeptAside("character_book", book))

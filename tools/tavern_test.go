@@ -9,6 +9,7 @@ import (
 	"image"
 	_ "image/png"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -165,6 +166,40 @@ func exportJSON(t *testing.T, e *env, roleID string) ([]byte, map[string]any) {
 	return file, sc
 }
 
+// exportFile exports a card as a PNG or CHARX and returns the file (structuredContent.dataBase64,
+// the same as the image or resource content) and the result.
+func exportFile(t *testing.T, e *env, roleID, format string) ([]byte, map[string]any) {
+	t.Helper()
+	res := e.call("export_tavern_card", jsonArg(t, map[string]any{"roleId": roleID, "format": format}))
+	if res.IsError {
+		t.Fatalf("export_tavern_card %s: %s", format, text(res))
+	}
+	sc := structured(t, res).(map[string]any)
+	if err := e.tools["export_tavern_card"].output.Validate(sc); err != nil {
+		t.Fatalf("export_tavern_card: structuredContent fails the output schema: %v", err)
+	}
+	if len(res.Content) != 2 {
+		t.Fatalf("export_tavern_card %s: %d contents, want the summary and the file", format, len(res.Content))
+	}
+	var inContent string
+	switch c := res.Content[1].(type) {
+	case mcp.ImageContent:
+		inContent = c.Data
+	case mcp.EmbeddedResource:
+		if blob, ok := c.Resource.(mcp.BlobResourceContents); ok {
+			inContent = blob.Blob
+		}
+	}
+	if inContent == "" || inContent != sc["dataBase64"] {
+		t.Fatalf("export_tavern_card %s: the content and structuredContent.dataBase64 differ", format)
+	}
+	data, err := base64.StdEncoding.DecodeString(inContent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data, sc
+}
+
 // exportPNG exports a card as PNG and returns the file (from the image content) and the result.
 func exportPNG(t *testing.T, e *env, roleID string) ([]byte, map[string]any) {
 	t.Helper()
@@ -233,6 +268,12 @@ func TestTavernRoundTrip(t *testing.T) {
 				t.Errorf("welcomeAlternates = %q, want %q (order kept)", got, want.Alternates)
 			}
 
+			// A JSON or PNG file carries no CHARX member: the main icon becomes ccdefault:.
+			orig, flat := want, *want
+			if dropped := flat.DetachEmbedded(); len(dropped) != 0 {
+				t.Fatalf("the fixture has assets besides the icon: %v", dropped)
+			}
+			want = &flat
 			file, sc := exportJSON(t, e, roleID)
 			got, gf, err := tavern.Read(file)
 			if err != nil {
@@ -273,6 +314,34 @@ func TestTavernRoundTrip(t *testing.T) {
 				t.Errorf("exported PNG format %s", pf)
 			}
 			compareCards(t, want, gotPNG, fx.withAvatar)
+
+			// A CHARX export holds card.json and the icon, and reads back as the card imported.
+			zipped, csc := exportFile(t, e, roleID, "charx")
+			gotCHARX, cf, err := tavern.Read(zipped)
+			if err != nil || cf.Container != "charx" {
+				t.Fatalf("the exported CHARX does not read: %v (%s)", err, cf)
+			}
+			if csc["avatar"] != map[bool]string{true: "image", false: "none"}[fx.withAvatar] || len(list(csc, "droppedAssets")) != 0 {
+				t.Errorf("charx export: avatar %v, dropped %v", csc["avatar"], csc["droppedAssets"])
+			}
+			if f.Container == "charx" {
+				compareCards(t, orig, gotCHARX, true)
+			} else {
+				// The avatar is the CHARX's main icon: data.assets names it (as ccdefault:,
+				// once detached, where the card had it so, else as a new entry).
+				flatC, wantC := *gotCHARX, *want
+				flatC.DetachEmbedded()
+				if data, _ := wantC.Extensions["data"].(map[string]any); fx.withAvatar && data["assets"] == nil {
+					wantC.Extensions = maps.Clone(wantC.Extensions)
+					data = maps.Clone(data)
+					if data == nil {
+						data = map[string]any{}
+					}
+					data["assets"] = []any{map[string]any{"type": "icon", "uri": "ccdefault:", "name": "main", "ext": "png"}}
+					wantC.Extensions["data"] = data
+				}
+				compareCards(t, &wantC, &flatC, fx.withAvatar)
+			}
 
 			// The exported PNG re-imports to the same card.
 			again := importCard(t, e, pngFile, nil)

@@ -176,6 +176,10 @@ func TestEveryToolAgainstTheSandbox(t *testing.T) {
 	if lore["entryCount"] != json.Number("1") || lore["bound"] != true {
 		t.Errorf("import_tavern_worldbook: %v", lore)
 	}
+	book := ok("export_tavern_worldbook", jsonArg(t, map[string]any{"worldbookId": lore["worldbookId"], "format": "lorebook_v3"}))
+	if book["lorebook"].(map[string]any)["spec"] != "lorebook_v3" || book["entries"] != json.Number("1") {
+		t.Errorf("export_tavern_worldbook: %v", book)
+	}
 
 	for _, tool := range All() {
 		if !used[tool.Name] {

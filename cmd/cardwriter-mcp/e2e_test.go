@@ -4,6 +4,7 @@ package main
 // Go SDK (github.com/modelcontextprotocol/go-sdk), a client implementation nobody here wrote.
 
 import (
+	"archive/zip"
 	"bufio"
 	"bytes"
 	"cmp"
@@ -28,6 +29,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
 )
 
 var binPath string
@@ -588,7 +591,9 @@ func TestHTTPArgumentLimitsAreToolResults(t *testing.T) {
 }
 
 // TestHTTPKeptAsideSurvivesRestart: what an import keeps aside over HTTP is in --state-dir, so
-// an export after a restart still restores it (it was lost with the process before).
+// an export after a restart still restores it (it was lost with the process before): a JSON card,
+// SillyTavern's Seraphina PNG (her lorebook's probability null, useProbability false, selective
+// false come back as they were) and a CHARX whose every member comes back.
 func TestHTTPKeptAsideSurvivesRestart(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -600,16 +605,22 @@ func TestHTTPKeptAsideSurvivesRestart(t *testing.T) {
 		"mes_example": "", "creator_notes": "", "system_prompt": "", "post_history_instructions": "", "alternate_greetings": []any{},
 		"tags": []any{"sci-fi"}, "creator": "someone", "character_version": "7", "extensions": map[string]any{"e2e": map[string]any{"kept": true}},
 	}}
-	var roleID string
+	seraphina, charx := taverntest.Real(t, taverntest.RealSeraphinaPNG), taverntest.RealCHARX(t)
+	var roleID, seraphinaID, worldbookID, charxID string
 	t.Run("import, then stop", func(t *testing.T) {
 		base := startHTTP(t, args...)
 		cs := connectHTTP(ctx, t, base)
 		defer cs.Close()
 		out := call(ctx, t, cs, "import_tavern_card", map[string]any{"source": map[string]any{"json": card}}, false)
 		roleID, _ = out["roleId"].(string)
+		out = call(ctx, t, cs, "import_tavern_card", map[string]any{"source": map[string]any{"dataBase64": base64.StdEncoding.EncodeToString(seraphina)}}, false)
+		seraphinaID, _ = out["roleId"].(string)
+		worldbookID, _ = out["worldbookId"].(string)
+		out = call(ctx, t, cs, "import_tavern_card", map[string]any{"source": map[string]any{"dataBase64": base64.StdEncoding.EncodeToString(charx)}}, false)
+		charxID, _ = out["roleId"].(string)
 	})
-	if roleID == "" {
-		t.Fatal("no card imported")
+	if roleID == "" || seraphinaID == "" || worldbookID == "" || charxID == "" {
+		t.Fatal("the cards were not imported")
 	}
 	base := startHTTP(t, args...)
 	cs := connectHTTP(ctx, t, base)
@@ -619,6 +630,39 @@ func TestHTTPKeptAsideSurvivesRestart(t *testing.T) {
 	ext, _ := data["extensions"].(map[string]any)
 	if data["creator"] != "someone" || data["character_version"] != "7" || fmt.Sprint(ext["e2e"]) != "map[kept:true]" {
 		t.Errorf("after a restart the export lost what was kept aside: %v", data)
+	}
+
+	src := taverntest.CardChunk(t, seraphina, "chara")["data"].(map[string]any)["character_book"].(map[string]any)["entries"].([]any)
+	out = call(ctx, t, cs, "export_tavern_worldbook", map[string]any{"worldbookId": worldbookID, "format": "lorebook_v3"}, false)
+	entries, _ := out["lorebook"].(map[string]any)["data"].(map[string]any)["entries"].([]any)
+	if len(entries) != len(src) || len(out["notRestored"].([]any)) != 0 {
+		t.Fatalf("export_tavern_worldbook after a restart: %d entries (want %d), notRestored %v", len(entries), len(src), out["notRestored"])
+	}
+	for i, e := range entries {
+		want, got := src[i].(map[string]any), e.(map[string]any)
+		for _, k := range []string{"id", "selective", "position", "extensions"} {
+			if fmt.Sprint(want[k]) != fmt.Sprint(got[k]) {
+				t.Errorf("entry %d: %s = %v after a restart, the file had %v", i, k, got[k], want[k])
+			}
+		}
+	}
+
+	out = call(ctx, t, cs, "export_tavern_card", map[string]any{"roleId": charxID, "format": "charx"}, false)
+	zipped, err := base64.StdEncoding.DecodeString(out["dataBase64"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+	}
+	want := []string{"card.json", "assets/icon/images/main.png", "assets/background/images/glade.png", "assets/emotions/happy.png", "module.risum"}
+	if !slices.Equal(names, want) {
+		t.Errorf("CHARX after a restart holds %v, want %v", names, want)
 	}
 }
 

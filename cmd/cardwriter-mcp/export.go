@@ -8,37 +8,69 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// runExport exports a card as a Character Card V3 file, with export_tavern_card.
+// exporter is one export command: the tool it calls, the argument naming what to export, and the
+// formats it writes (the first is the default; binary ones come back base64 in dataBase64, text
+// ones as the result's second content).
+type exporter struct {
+	command, usage, tool, idArg string
+	formats, binary             []string
+}
+
+var (
+	cardExporter = exporter{command: "export", tool: "export_tavern_card", idArg: "roleId",
+		usage:   "export ROLE_ID -o FILE [--format json|png|charx] [--sandbox [--sandbox-data FILE] | --api-host URL]",
+		formats: []string{"json", "png", "charx"}, binary: []string{"png", "charx"}}
+	worldbookExporter = exporter{command: "export-worldbook", tool: "export_tavern_worldbook", idArg: "worldbookId",
+		usage:   "export-worldbook WORLDBOOK_ID -o FILE [--format worldinfo|lorebook_v3] [--sandbox [--sandbox-data FILE] | --api-host URL]",
+		formats: []string{"worldinfo", "lorebook_v3"}}
+)
+
+// runExport exports a card as a Character Card V3 file (JSON, PNG or CHARX), with export_tavern_card.
 func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("export", "export ROLE_ID -o FILE [--format json|png] [--sandbox [--sandbox-data FILE] | --api-host URL]", stderr)
+	return cardExporter.run(ctx, args, stdout, stderr)
+}
+
+// runExportWorldbook exports a worldbook as a SillyTavern World Info or lorebook_v3 file, with
+// export_tavern_worldbook.
+func runExportWorldbook(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return worldbookExporter.run(ctx, args, stdout, stderr)
+}
+
+func (x exporter) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet(x.command, x.usage, stderr)
 	var f serverFlags
 	cliFlags(fs, &f)
 	var out string
 	fs.StringVar(&out, "o", "", "the file to write (- for stdout)")
 	fs.StringVar(&out, "output", "", "the file to write (same as -o)")
-	format := fs.String("format", "", "json or png (default: png when the file name ends in .png, else json)")
+	help := strings.Join(x.formats, ", ") + " (default: " + x.formats[0]
+	if len(x.binary) > 0 {
+		help += ", or by the file name's extension: ." + strings.Join(x.binary, " or .")
+	}
+	format := fs.String("format", "", help+")")
 	pos, err := parseWithPositional(fs, args, 1)
 	if err != nil {
 		return helpOK(err)
 	}
 	if out == "" {
-		fmt.Fprintln(stderr, "export needs -o FILE (or -o - for stdout)")
+		fmt.Fprintf(stderr, "%s needs -o FILE (or -o - for stdout)\n", x.command)
 		fs.Usage()
 		return errUsage
 	}
 	if *format == "" {
-		*format = "json"
-		if strings.EqualFold(filepath.Ext(out), ".png") {
-			*format = "png"
+		*format = x.formats[0]
+		if ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(out), ".")); slices.Contains(x.binary, ext) {
+			*format = ext
 		}
 	}
-	if *format != "json" && *format != "png" {
-		return fmt.Errorf("--format %q: want json or png", *format)
+	if !slices.Contains(x.formats, *format) {
+		return fmt.Errorf("--format %q: want %s", *format, strings.Join(x.formats, ", "))
 	}
 	if f.tavern.aside, err = fileAside(); err != nil {
 		return err
@@ -47,23 +79,23 @@ func runExport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	res, sc, err := callTool(ctx, b, "export_tavern_card", map[string]any{"roleId": pos[0], "format": *format}, stderr)
+	res, sc, err := callTool(ctx, b, x.tool, map[string]any{x.idArg: pos[0], "format": *format}, stderr)
 	if err != nil {
 		return err
 	}
 	var data []byte
-	if *format == "png" {
+	if slices.Contains(x.binary, *format) {
 		s, _ := sc["dataBase64"].(string)
 		if data, err = base64.StdEncoding.DecodeString(s); err != nil || len(data) == 0 {
-			return errors.New("export_tavern_card returned no PNG")
+			return fmt.Errorf("%s returned no %s file", x.tool, strings.ToUpper(*format))
 		}
 	} else {
 		if len(res.Content) < 2 {
-			return errors.New("export_tavern_card returned no file")
+			return fmt.Errorf("%s returned no file", x.tool)
 		}
 		tc, ok := res.Content[1].(mcp.TextContent)
 		if !ok {
-			return errors.New("export_tavern_card returned no JSON file")
+			return errors.New(x.tool + " returned no JSON file")
 		}
 		data = []byte(tc.Text)
 	}

@@ -217,6 +217,9 @@ func TestCLIErrors(t *testing.T) {
 		{"export without -o", []string{"export", "r_1", "--sandbox"}, false, "-o FILE"},
 		{"export an unknown card", []string{"export", "r_missing", "-o", filepath.Join(dir, "o.json"), "--sandbox"}, false, "card"},
 		{"export a bad format", []string{"export", "r_1", "-o", "x", "--format", "gif", "--sandbox"}, false, "--format"},
+		{"export-worldbook help", []string{"export-worldbook", "--help"}, true, "WORLDBOOK_ID -o FILE"},
+		{"export-worldbook a bad format", []string{"export-worldbook", "wb_1", "-o", "x", "--format", "png", "--sandbox"}, false, "want worldinfo, lorebook_v3"},
+		{"export-worldbook an unknown worldbook", []string{"export-worldbook", "wb_missing", "-o", filepath.Join(dir, "w.json"), "--sandbox"}, false, "orldbook"},
 		{"no backend", []string{"import", card}, false, "--api-host"},
 		{"stdio with a missing --allow-dir", []string{"stdio", "--sandbox", "--allow-dir", filepath.Join(dir, "nope")}, false, "--allow-dir"},
 	}
@@ -329,5 +332,107 @@ func TestHTTPTavern(t *testing.T) {
 	trig := call(ctx, t, cs, "test_worldbook_triggers", map[string]any{"worldbookId": imp["worldbookId"], "text": "The lamp flickers."}, false)
 	if fired, _ := trig["fired"].([]any); len(fired) != 1 {
 		t.Errorf("test_worldbook_triggers: %v", trig)
+	}
+}
+
+// TestCLIRealCardOnAnotherConfigDir imports SillyTavern's Seraphina with `cardwriter-mcp import`
+// and exports her with `export` and `export-worldbook`, from the same config directory (every
+// kept-aside field restored) and from a fresh one, as on another laptop (nothing invented or
+// changed, what could not be restored named); and as CHARX.
+func TestCLIRealCardOnAnotherConfigDir(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	home := cleanEnv("CARDWRITER_CONFIG_DIR=" + filepath.Join(dir, "config"))
+	laptop := cleanEnv("CARDWRITER_CONFIG_DIR=" + filepath.Join(dir, "other-config"))
+	backend := []string{"--sandbox", "--sandbox-data", filepath.Join(dir, "sandbox.json")}
+	src := taverntest.Real(t, taverntest.RealSeraphinaPNG)
+	srcPath := filepath.Join(dir, "Seraphina.png")
+	if err := os.WriteFile(srcPath, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := runCLI(t, home, append([]string{"import", srcPath, "--json"}, backend...)...)
+	if err != nil {
+		t.Fatalf("import: %v\n%s%s", err, stdout, stderr)
+	}
+	var res struct {
+		RoleID      string `json:"roleId"`
+		WorldbookID string `json:"worldbookId"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &res); err != nil || res.RoleID == "" || res.WorldbookID == "" {
+		t.Fatalf("import --json: %v\n%s", err, stdout)
+	}
+	data := taverntest.CardChunk(t, src, "chara")["data"].(map[string]any)
+	srcEntries := data["character_book"].(map[string]any)["entries"].([]any)
+
+	export := func(env []string, args ...string) (map[string]any, string) {
+		t.Helper()
+		out := filepath.Join(t.TempDir(), "out.json")
+		stdout, stderr, err := runCLI(t, env, append(append(args, "-o", out), backend...)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s%s", args, err, stdout, stderr)
+		}
+		b, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(b, &v); err != nil {
+			t.Fatalf("%v wrote no JSON: %v", args, err)
+		}
+		return v, stdout
+	}
+	for _, tc := range []struct {
+		name     string
+		env      []string
+		restored bool
+	}{{"the same config dir", home, true}, {"another config dir", laptop, false}} {
+		card, summary := export(tc.env, "export", res.RoleID)
+		got := card["data"].(map[string]any)
+		book, _ := export(tc.env, "export-worldbook", res.WorldbookID, "--format", "lorebook_v3")
+		if tc.restored {
+			if got["creator"] != data["creator"] || got["character_version"] != data["character_version"] || fmt.Sprint(got["extensions"]) != fmt.Sprint(data["extensions"]) {
+				t.Errorf("%s: creator, character_version or extensions not restored: %v", tc.name, got)
+			}
+			if strings.Contains(summary, "could not be restored") {
+				t.Errorf("%s: %s", tc.name, summary)
+			}
+		} else if got["creator"] != "" || !strings.Contains(summary, "could not be restored (notRestored)") {
+			t.Errorf("%s: creator %v; summary %q", tc.name, got["creator"], summary)
+		}
+		for _, entries := range [][]any{got["character_book"].(map[string]any)["entries"].([]any), book["data"].(map[string]any)["entries"].([]any)} {
+			if len(entries) != len(srcEntries) {
+				t.Fatalf("%s: %d entries, want %d", tc.name, len(entries), len(srcEntries))
+			}
+			for i, e := range entries {
+				want, got := srcEntries[i].(map[string]any), e.(map[string]any)
+				wantExt, gotExt := want["extensions"].(map[string]any), got["extensions"].(map[string]any)
+				for _, k := range []string{"probability", "useProbability", "depth"} {
+					if v, ok := gotExt[k]; ok && (!tc.restored || fmt.Sprint(v) != fmt.Sprint(wantExt[k])) {
+						t.Errorf("%s: entry %d: extensions.%s = %v, the file had %v", tc.name, i, k, v, wantExt[k])
+					} else if _, had := wantExt[k]; !ok && had && tc.restored {
+						t.Errorf("%s: entry %d: extensions.%s not restored", tc.name, i, k)
+					}
+				}
+				if v, ok := got["selective"]; (ok || tc.restored) && v != want["selective"] {
+					t.Errorf("%s: entry %d: selective = %v, the file had %v", tc.name, i, v, want["selective"])
+				}
+				if v, ok := got["priority"]; ok {
+					t.Errorf("%s: entry %d: priority %v appeared", tc.name, i, v)
+				}
+			}
+		}
+	}
+
+	charxPath := filepath.Join(dir, "out.charx")
+	if _, stderr, err := runCLI(t, home, append([]string{"export", res.RoleID, "-o", charxPath}, backend...)...); err != nil {
+		t.Fatalf("export .charx: %v\n%s", err, stderr)
+	}
+	zipped, err := os.ReadFile(charxPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, f, err := tavern.Read(zipped)
+	if err != nil || f.Container != "charx" || back.Name != "Seraphina" || len(back.Avatar) == 0 {
+		t.Errorf("the .charx export: %v (%s)", err, f)
 	}
 }

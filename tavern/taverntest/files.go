@@ -8,7 +8,9 @@ import (
 	"archive/zip"
 	"bytes"
 	"compress/zlib"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
 	"hash/crc32"
 	"image"
 	"image/color"
@@ -143,4 +145,34 @@ func Zip(t testing.TB, files ...[2]string) []byte {
 		t.Fatal(err)
 	}
 	return buf.Bytes()
+}
+
+// CardChunk returns the JSON object a PNG card carries base64-encoded in the tEXt chunk named
+// keyword (chara or ccv3), numbers as json.Number; it fails the test when there is none. It reads
+// the chunks itself, not with the tavern package.
+func CardChunk(t testing.TB, img []byte, keyword string) map[string]any {
+	t.Helper()
+	for p := len(pngSignature); p+12 <= len(img); {
+		n := int(binary.BigEndian.Uint32(img[p:]))
+		if p+12+n > len(img) {
+			break
+		}
+		typ, data := string(img[p+4:p+8]), img[p+8:p+8+n]
+		p += 12 + n
+		if kw, text, ok := bytes.Cut(data, []byte{0}); typ == "tEXt" && ok && string(kw) == keyword {
+			js, err := base64.StdEncoding.DecodeString(string(text))
+			if err != nil {
+				t.Fatalf("%s chunk: %v", keyword, err)
+			}
+			dec := json.NewDecoder(bytes.NewReader(js))
+			dec.UseNumber()
+			var v map[string]any
+			if err := dec.Decode(&v); err != nil {
+				t.Fatalf("%s chunk: %v", keyword, err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("no %s chunk", keyword)
+	return nil
 }
