@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
 // Scope is the scope cardwriter-mcp asks for.

@@ -20,7 +20,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // DefaultLoginTimeout is how long Login waits for the browser to come back.

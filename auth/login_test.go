@@ -13,8 +13,8 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
-	"github.com/cardwriter/cardwriter-mcp/sandbox"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // TestLoginEndToEnd signs in against the sandbox's OAuth server through a scripted browser,

@@ -7,7 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // LogoutResult says what Logout did.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
-	"github.com/cardwriter/cardwriter-mcp/sandbox"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // revokeToken revokes a token at the server's RFC 7009 endpoint.

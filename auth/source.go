@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // DefaultRefreshMargin is how long before its expiry an access token is refreshed.

@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
-	"github.com/cardwriter/cardwriter-mcp/sandbox"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // expire marks the saved access token as expired (the server still accepts it).

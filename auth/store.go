@@ -15,8 +15,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/cardwriter/cardwriter-mcp/atomicfile"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/atomicfile"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // EnvConfigDir names the environment variable that overrides the store's directory.

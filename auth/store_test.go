@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 func sampleGrant(issuer, client string, obtained time.Time) auth.Grant {

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/oauth2"
 
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // tokenResponse is a successful token endpoint answer (RFC 6749 section 5.1).

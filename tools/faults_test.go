@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cardwriter/cardwriter-mcp/sandbox"
-	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern/taverntest"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // writeCell is one write tool of the safety matrix: the operation faults hit, how to call it

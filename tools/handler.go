@@ -14,8 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
 // Call is one tool call whose arguments passed the tool's input schema, split the way its

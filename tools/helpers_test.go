@@ -14,7 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/cardwriter/cardwriter-mcp/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 )
 
 // clock is a settable clock for the sandbox (trial expiry).

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/image/draw"
 	_ "golang.org/x/image/webp" // or WebP
 
-	"github.com/cardwriter/cardwriter-mcp/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 )
 
 // The card preview is an MCP App (the ext-apps extension): get_card and review_card name its

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/schema"
-	"github.com/cardwriter/cardwriter-mcp/tavern"
 )
 
 var update = flag.Bool("update", false, "rewrite the README's tool table from the registry")

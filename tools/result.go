@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
 // codeUnexpectedResponse is the error of a 2xx answer of the card service that cannot be read

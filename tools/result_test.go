@@ -11,8 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern/taverntest"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // variant is one answer of a stand-in card service that differs from the sandbox in a way the

@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/review"
-	"github.com/cardwriter/cardwriter-mcp/tavern"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // reviewTool is review_card: the card author's review of a card and its bound worldbooks.

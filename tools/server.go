@@ -11,8 +11,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/cardwriter/cardwriter-mcp/aside"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // Observer is told what the server does, for metrics; its methods must be fast and safe for

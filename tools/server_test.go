@@ -21,7 +21,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 func listTools(t *testing.T, e *env) []mcp.Tool {

@@ -9,9 +9,9 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/cardwriter/cardwriter-mcp/aside"
-	"github.com/cardwriter/cardwriter-mcp/tavern"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // AsideKey names a record of the kept-aside store: card service (API base URL), user (userId from

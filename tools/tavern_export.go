@@ -10,9 +10,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
-	"github.com/cardwriter/cardwriter-mcp/tavern"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
 type exportArgs struct {

@@ -12,8 +12,8 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/cardwriter/cardwriter-mcp/tavern"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // Limits of the card service the import works within.

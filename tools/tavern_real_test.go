@@ -1,6 +1,6 @@
 package tools
 
-// Round trips of real files (tavern/taverntest/real: SillyTavern's bundled Seraphina card and
+// Round trips of real files (internal/tavern/taverntest/real: SillyTavern's bundled Seraphina card and
 // Eldoria lorebook) through import and export, with the kept-aside record (the same store) and
 // without it (a fresh store: another machine, another config directory).
 
@@ -15,9 +15,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/cardwriter/cardwriter-mcp/aside"
-	"github.com/cardwriter/cardwriter-mcp/tavern"
-	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
+	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern/taverntest"
 )
 
 // decodeNumbers decodes JSON with numbers as json.Number, as the source files are decoded.

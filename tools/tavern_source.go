@@ -20,7 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/cardwriter/cardwriter-mcp/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 )
 
 // LocalFiles lets the import tools read files on the machine the server runs on, named by

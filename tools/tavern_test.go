@@ -23,11 +23,11 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/cardwriter/cardwriter-mcp/aside"
-	"github.com/cardwriter/cardwriter-mcp/sandbox"
-	"github.com/cardwriter/cardwriter-mcp/tavern"
-	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern/taverntest"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // tavernEnvConfig configures newTavernEnv.

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
-	"github.com/cardwriter/cardwriter-mcp/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 )
 
 // TestBrowserSignsInAsChosenUser: the browser signs in to the sandbox as the account whose

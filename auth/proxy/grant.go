@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // refreshLease bounds how long one replica may hold a grant's refresh (the card service call

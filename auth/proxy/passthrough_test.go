@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 func TestPassthrough(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`

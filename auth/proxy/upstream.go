@@ -24,7 +24,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 const (

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // doctorCheck is one line of `cardwriter-mcp doctor`: what was checked, and what to fix.

@@ -30,7 +30,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern/taverntest"
 )
 
 var binPath string

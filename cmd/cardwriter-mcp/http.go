@@ -16,14 +16,14 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/cardwriter/cardwriter-mcp/aside"
 	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
+	"github.com/cardwriter/cardwriter-mcp/internal/aside"
 	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/internal/sessions"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
-	"github.com/cardwriter/cardwriter-mcp/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/tools"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
 // openStore opens what the HTTP server keeps (the OAuth proxy's state, kept-aside tavern data,

@@ -36,7 +36,7 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
 	"github.com/cardwriter/cardwriter-mcp/internal/browsertest"
-	"github.com/cardwriter/cardwriter-mcp/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 )
 
 // syncBuffer is a buffer safe for concurrent writers.

@@ -14,7 +14,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // Authorization modes of the HTTP server.

@@ -17,9 +17,9 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/cardwriter/cardwriter-mcp/aside"
 	"github.com/cardwriter/cardwriter-mcp/auth"
-	"github.com/cardwriter/cardwriter-mcp/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 )
 

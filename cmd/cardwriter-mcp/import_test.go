@@ -22,8 +22,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cardwriter/cardwriter-mcp/tavern"
-	"github.com/cardwriter/cardwriter-mcp/tavern/taverntest"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern/taverntest"
 )
 
 // cardPNG is a PNG card: a small image with a V3 card (extensions, a lorebook with extra

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // accountFlags are the flags of login, logout and whoami.

@@ -14,8 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
 // exitCode is an error that ends the process with its code, its explanation already printed.

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cardwriter/cardwriter-mcp/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 )
 
 // standIn serves a sandbox with some answers changed in ways the API document allows: what a

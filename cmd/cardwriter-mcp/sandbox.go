@@ -9,7 +9,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/cardwriter/cardwriter-mcp/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 )
 
 func runSandbox(ctx context.Context, args []string, _, stderr io.Writer) error {

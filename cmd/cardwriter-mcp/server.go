@@ -16,10 +16,10 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
-	"github.com/cardwriter/cardwriter-mcp/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 	"github.com/cardwriter/cardwriter-mcp/tools"
-	"github.com/cardwriter/cardwriter-mcp/upstream"
 )
 
 // sandboxHost is the address the upstream client uses for the in-process sandbox; requests to it

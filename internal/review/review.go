@@ -16,7 +16,7 @@ import (
 	"github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 
-	"github.com/cardwriter/cardwriter-mcp/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 )
 
 // Encoding names the tokenizer the counts use.

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cardwriter/cardwriter-mcp/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 )
 
 func good() Card {

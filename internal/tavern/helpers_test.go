@@ -1,0 +1,172 @@
+package tavern
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern/taverntest"
+)
+
+// Short names for taverntest's fixture builders and helpers, used throughout this package's tests.
+var (
+	n            = taverntest.N
+	mustJSON     = taverntest.MustJSON
+	diff         = taverntest.Diff
+	show         = taverntest.Show
+	testImage    = taverntest.Image
+	makeZip      = taverntest.Zip
+	zlibBytes    = taverntest.Zlib
+	textChunk    = taverntest.TextChunk
+	zTXtChunk    = taverntest.ZTXtChunk
+	iTXtChunk    = taverntest.ITXtChunk
+	insertChunks = taverntest.InsertChunks
+)
+
+// Places where insertChunks puts chunks.
+const (
+	afterIHDR  = taverntest.AfterIHDR
+	afterIDAT  = taverntest.AfterIDAT
+	beforeIEND = taverntest.BeforeIEND
+	afterIEND  = taverntest.AfterIEND
+)
+
+// decodeAny decodes JSON keeping numbers as json.Number.
+func decodeAny(t testing.TB, b []byte) map[string]any {
+	t.Helper()
+	m, err := decodeJSONObject(b)
+	if err != nil {
+		t.Fatalf("decode: %v\n%s", err, b)
+	}
+	return m
+}
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+
+// pngTextChunks lists the keywords of a PNG's text chunks, in order.
+func pngTextChunks(t testing.TB, img []byte) []string {
+	t.Helper()
+	chunks, err := parsePNG(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, c := range chunks {
+		if kw := textKeyword(c); kw != "" {
+			out = append(out, c.typ+":"+kw)
+		}
+	}
+	return out
+}
+
+// chunkJSON returns the decoded JSON of the first text chunk named kw.
+func chunkJSON(t testing.TB, img []byte, kw string) map[string]any {
+	t.Helper()
+	chunks, err := parsePNG(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range chunks {
+		if textKeyword(c) == kw {
+			text, latin1, err := chunkText(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			js, err := decodePayload(text, latin1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return decodeAny(t, js)
+		}
+	}
+	t.Fatalf("no %s chunk", kw)
+	return nil
+}
+
+// compareCards compares two cards field by field (Avatar only when withAvatar).
+func compareCards(t testing.TB, want, got *Card, withAvatar bool) {
+	t.Helper()
+	if want == nil || got == nil {
+		if want != got {
+			t.Fatalf("card: want %v, got %v", want, got)
+		}
+		return
+	}
+	diff(t, "Name", want.Name, got.Name)
+	diff(t, "Welcome", want.Welcome, got.Welcome)
+	diff(t, "Alternates", want.Alternates, got.Alternates)
+	diff(t, "Description", want.Description, got.Description)
+	diff(t, "Sections", want.Sections, got.Sections)
+	diff(t, "Tags", want.Tags, got.Tags)
+	diff(t, "Creator", want.Creator, got.Creator)
+	diff(t, "CharacterVersion", want.CharacterVersion, got.CharacterVersion)
+	for _, ns := range []string{extData, extRoot} {
+		diff(t, "Extensions."+ns, want.Extensions[ns], got.Extensions[ns])
+	}
+	diff(t, "Extensions", want.Extensions, got.Extensions)
+	compareBooks(t, "Book", want.Book, got.Book)
+	if withAvatar && !bytes.Equal(want.Avatar, got.Avatar) {
+		t.Errorf("Avatar: want %d bytes, got %d bytes", len(want.Avatar), len(got.Avatar))
+	}
+}
+
+// compareBooks compares two books field by field.
+func compareBooks(t testing.TB, name string, want, got *Book) {
+	t.Helper()
+	if want == nil || got == nil {
+		if want != got {
+			t.Errorf("%s: want %s, got %s", name, show(want), show(got))
+		}
+		return
+	}
+	diff(t, name+".Name", want.Name, got.Name)
+	diff(t, name+".Description", want.Description, got.Description)
+	diff(t, name+".Extensions", want.Extensions, got.Extensions)
+	if len(want.Entries) != len(got.Entries) {
+		t.Errorf("%s.Entries: want %d, got %d", name, len(want.Entries), len(got.Entries))
+		return
+	}
+	for i := range want.Entries {
+		compareEntries(t, fmt.Sprintf("%s.Entries[%d]", name, i), want.Entries[i], got.Entries[i])
+	}
+}
+
+// compareEntries compares two entries field by field.
+func compareEntries(t testing.TB, name string, want, got Entry) {
+	t.Helper()
+	diff(t, name+".EntryID", want.EntryID, got.EntryID)
+	diff(t, name+".Name", want.Name, got.Name)
+	diff(t, name+".Content", want.Content, got.Content)
+	diff(t, name+".Keywords", want.Keywords, got.Keywords)
+	diff(t, name+".SecondaryKeywords", want.SecondaryKeywords, got.SecondaryKeywords)
+	diff(t, name+".MatchOptions", want.MatchOptions, got.MatchOptions)
+	diff(t, name+".Category", want.Category, got.Category)
+	diff(t, name+".IsEnabled", want.IsEnabled, got.IsEnabled)
+	diff(t, name+".IsConstant", want.IsConstant, got.IsConstant)
+	diff(t, name+".Priority", want.Priority, got.Priority)
+	diff(t, name+".SortOrder", want.SortOrder, got.SortOrder)
+	diff(t, name+".Extensions", want.Extensions, got.Extensions)
+}
+
+// mustRead reads a card or fails the test.
+func mustRead(t testing.TB, data []byte) (*Card, Format) {
+	t.Helper()
+	c, f, err := Read(data)
+	if err != nil {
+		t.Fatalf("Read: %v\n%.400s", err, data)
+	}
+	return c, f
+}
+
+// wantErr checks that err is non-nil and contains substr.
+func wantErr(t testing.TB, err error, substr string) {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("want error containing %q, got nil", substr)
+	}
+	if !strings.Contains(err.Error(), substr) {
+		t.Fatalf("want error containing %q, got %q", substr, err)
+	}
+}
