@@ -14,26 +14,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 )
-
-// clock is a settable clock for the sandbox (trial expiry).
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 // countingTransport counts the requests that reach the sandbox.
 type countingTransport struct {
@@ -50,7 +33,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 type env struct {
 	t        *testing.T
 	svc      *sandbox.Service
-	clock    *clock
+	clock    *authtest.Clock
 	requests *countingTransport
 	srv      *server.MCPServer
 	client   *client.Client

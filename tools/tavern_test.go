@@ -23,6 +23,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
@@ -66,7 +67,7 @@ func (h *rootsHandler) ListRoots(ctx context.Context, _ mcp.ListRootsRequest) (*
 // sandbox, a transport wrapper (to inject failures), client roots and the newest protocol.
 func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 	t.Helper()
-	clk := &clock{now: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clk := authtest.NewClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 	svc := cfg.svc
 	if svc == nil {
 		var err error

@@ -30,6 +30,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
@@ -59,24 +60,6 @@ var ctStatusOf = map[string]int{
 	"rate_limited":         http.StatusTooManyRequests,
 	"internal":             http.StatusInternalServerError,
 	"unavailable":          http.StatusServiceUnavailable,
-}
-
-// ctClock is the injectable clock of the sandbox, moved by hand.
-type ctClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *ctClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *ctClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }
 
 // ctRoute is one ServerAPI operation of the contract with its path template split in segments.
@@ -328,7 +311,7 @@ type ctEnv struct {
 	t     *testing.T
 	ctx   context.Context
 	svc   *sandbox.Service
-	clock *ctClock
+	clock *authtest.Clock
 	rec   *ctRecorder
 	c     *upstream.Client // the demo user's client
 }
@@ -336,7 +319,7 @@ type ctEnv struct {
 // newCTEnv starts a fresh sandbox that checks its own responses, and a client of its demo user.
 func newCTEnv(t *testing.T, tweak ...func(*sandbox.Options)) *ctEnv {
 	t.Helper()
-	clock := &ctClock{now: ctStart}
+	clock := authtest.NewClock(ctStart)
 	opts := sandbox.Options{CheckResponses: true, DemoToken: ctToken, Clock: clock.Now}
 	for _, f := range tweak {
 		f(&opts)
