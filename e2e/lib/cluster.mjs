@@ -120,8 +120,12 @@ http {
   scgi_temp_path ${dir}/scgi;
   client_max_body_size 64m;
   client_body_buffer_size 64m;
+  # max_fails=0: a replica that refused a connection is tried again at the next request (a refused
+  # connection passes the request to the other replica). With max_fails=1, a request made while
+  # both replicas were down (a host's GET stream reconnecting) kept both out for fail_timeout after
+  # they were back, and the next calls got 502.
   upstream mcp {
-${backends.map((b) => `    server ${b} max_fails=1 fail_timeout=2s;`).join('\n')}
+${backends.map((b) => `    server ${b} max_fails=0;`).join('\n')}
   }
   server {
     listen 127.0.0.1:${port};
