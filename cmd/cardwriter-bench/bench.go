@@ -55,11 +55,23 @@ func newBench(ctx context.Context, cfg config, args []string) (*bench, error) {
 	}
 	b := &bench{cfg: cfg, args: args, root: root, tmp: tmp}
 	b.results.start(cfg, args)
-	if cfg.bin != "" {
+	tags := ""
+	if cfg.serverProfile != "" {
+		tags = "benchprofile"
+		if err := os.MkdirAll(cfg.serverProfile, 0o755); err != nil {
+			b.close()
+			return nil, fmt.Errorf("-server-cpuprofile: %w", err)
+		}
+	}
+	switch {
+	case cfg.bin != "" && tags != "":
+		b.close()
+		return nil, errors.New("-server-cpuprofile needs a build of ours: it cannot be used with -bin")
+	case cfg.bin != "":
 		b.bin = cfg.bin
-	} else {
+	default:
 		logf("building cmd/cardwriter-mcp (CGO_ENABLED=0)")
-		if b.bin, err = buildServer(ctx, root, tmp); err != nil {
+		if b.bin, err = buildServer(ctx, root, tmp, tags); err != nil {
 			b.close()
 			return nil, err
 		}
@@ -271,6 +283,11 @@ func (b *bench) runCell(ctx context.Context, mode string, conc int) (cell cellRe
 		}
 	}
 	runtime.GC()
+	stopProfile, err := b.startProfile(mode, conc, tg.pid)
+	if err != nil {
+		cell.Error = err.Error()
+		return cell
+	}
 	before, _ := readProc(tg.pid)
 	sbBefore, _ := readProc(sb.srv.pid())
 	var selfBefore syscall.Rusage
@@ -282,6 +299,9 @@ func (b *bench) runCell(ctx context.Context, mode string, conc int) (cell cellRe
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &selfAfter)
 	after, _ := readProc(tg.pid)
 	sbAfter, _ := readProc(sb.srv.pid())
+	if perr := stopProfile(); perr != nil {
+		logf("%s at %d: %v", mode, conc, perr)
+	}
 	if err != nil {
 		cell.Error = err.Error()
 		return cell
@@ -362,7 +382,7 @@ func (b *bench) connect(ctx context.Context, mode string, conc int, sb *sandbox)
 		if mode == modePass {
 			bin, args = b.passBin, []string{"http", "--addr", "127.0.0.1:0", "--api-host", sb.base}
 		}
-		srv, endpoint, err := startServer(ctx, mode, bin, args, b.serverEnv(), httpReady, 20*time.Second)
+		srv, endpoint, err := startServer(ctx, mode, bin, args, b.serverEnv(mode, conc), httpReady, 20*time.Second)
 		if err != nil {
 			return nil, err
 		}
@@ -387,7 +407,7 @@ func (b *bench) connect(ctx context.Context, mode string, conc int, sb *sandbox)
 		var cmd *exec.Cmd
 		if mode == modeStdio {
 			cmd = exec.Command(b.bin, "stdio", "--api-host", sb.base)
-			cmd.Env = b.serverEnv()
+			cmd.Env = b.serverEnv(mode, conc)
 		} else {
 			cmd = exec.Command(b.peer.node, b.peer.script)
 			cmd.Env = b.peer.env(sb.api, b.cfg.token)
@@ -409,9 +429,63 @@ func (b *bench) connect(ctx context.Context, mode string, conc int, sb *sandbox)
 	return nil, fmt.Errorf("unknown mode %q", mode)
 }
 
-// serverEnv is the environment of our MCP server processes: the upstream token and -server-env.
-func (b *bench) serverEnv() []string {
-	return envWith(append([]string{"CARDWRITER_TOKEN=" + b.cfg.token}, b.cfg.serverEnv...)...)
+// serverEnv is the environment of our MCP server processes: the upstream token, -server-env,
+// and where the cell's profile goes under -server-cpuprofile.
+func (b *bench) serverEnv(mode string, conc int) []string {
+	env := append([]string{"CARDWRITER_TOKEN=" + b.cfg.token}, b.cfg.serverEnv...)
+	if path := b.profilePath(mode, conc); path != "" {
+		env = append(env, "CARDWRITER_BENCH_CPUPROFILE="+path)
+	}
+	return envWith(env...)
+}
+
+// profilePath is the file of the cell's server profile, "" when the cell's server is not
+// profiled (no -server-cpuprofile, or not a server of ours built by the harness).
+func (b *bench) profilePath(mode string, conc int) string {
+	if b.cfg.serverProfile == "" || (mode != modeHTTP && mode != modeStdio) {
+		return ""
+	}
+	return filepath.Join(b.cfg.serverProfile, fmt.Sprintf("%s-%d.pprof", mode, conc))
+}
+
+// startProfile starts the cell's server profile (SIGUSR1 to a benchprofile build) and returns
+// the function that stops it (SIGUSR2) and waits until the profile is written.
+func (b *bench) startProfile(mode string, conc, pid int) (stop func() error, err error) {
+	path := b.profilePath(mode, conc)
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	_ = os.Remove(path)
+	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+		return nil, fmt.Errorf("start the server profile: %w", err)
+	}
+	if err := waitFile(path+".tmp", 5*time.Second); err != nil {
+		return nil, fmt.Errorf("start the server profile: %w", err)
+	}
+	return func() error {
+		if err := syscall.Kill(pid, syscall.SIGUSR2); err != nil {
+			return fmt.Errorf("stop the server profile: %w", err)
+		}
+		if err := waitFile(path, 10*time.Second); err != nil {
+			return fmt.Errorf("stop the server profile: %w", err)
+		}
+		logf("server profile: %s", path)
+		return nil
+	}, nil
+}
+
+// waitFile waits until path exists.
+func waitFile(path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not appear within %s", path, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (b *bench) client() *mcp.Client {
@@ -509,7 +583,7 @@ func (b *bench) coldStarts(ctx context.Context) {
 	}
 	ours := func() *exec.Cmd {
 		cmd := exec.Command(b.bin, "stdio", "--api-host", sb.base)
-		cmd.Env = b.serverEnv()
+		cmd.Env = b.serverEnv("cold", 0)
 		return cmd
 	}
 	measure("ours stdio", b.cfg.coldRuns, ours)
@@ -672,7 +746,7 @@ func (b *bench) idleSessions(ctx context.Context, n int, sse bool) (idleResult, 
 	defer sb.srv.stop()
 	srv, endpoint, err := startServer(ctx, "cardwriter-mcp http", b.bin,
 		append([]string{"http", "--addr", "127.0.0.1:0", "--api-host", sb.base}, b.cfg.httpArgs...),
-		b.serverEnv(), httpReady, 20*time.Second)
+		b.serverEnv("idle", 0), httpReady, 20*time.Second)
 	if err != nil {
 		return r, err
 	}

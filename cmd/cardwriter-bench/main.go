@@ -75,6 +75,9 @@ type config struct {
 	ops          []string
 	cpuProfile   string
 	serverEnv    []string
+	// serverProfile is the directory for CPU profiles of our server processes over each
+	// cell's measured calls (a build with -tags benchprofile); "" profiles nothing.
+	serverProfile string
 }
 
 func main() {
@@ -111,6 +114,7 @@ func run(ctx context.Context, args []string) error {
 	serverEnv := fs.String("server-env", "", "comma-separated KEY=VALUE added to the environment of our server processes only (e.g. GOGC=400), for experiments")
 	opNames := fs.String("ops", "", "comma-separated operationIds to call (default: all four); for looking at one operation alone")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the harness itself (the MCP client side) to this file")
+	fs.StringVar(&cfg.serverProfile, "server-cpuprofile", "", "write a CPU profile of our server over each http and stdio cell's measured calls into this directory (MODE-WORKERS.pprof; builds the server with -tags benchprofile)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
