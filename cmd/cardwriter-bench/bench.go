@@ -38,7 +38,11 @@ type bench struct {
 	bin  string
 	// passBin is bench/passthrough, built when its mode is run.
 	passBin string
-	peer    *peer // nil when skipped
+	// stubBin is bench/stub, built when it is a card service of the run.
+	stubBin string
+	// up is the card service of the cells being run.
+	up   string
+	peer *peer // nil when skipped
 	// peerHTTPFailed is the error of the first peer-http cell that failed; later ones are skipped.
 	peerHTTPFailed string
 	results        results
@@ -77,14 +81,21 @@ func newBench(ctx context.Context, cfg config, args []string) (*bench, error) {
 		}
 	}
 	b.cfg.httpArgs = append(b.cfg.httpArgs, httpAuthArgs(b.bin)...)
-	if slices.Contains(cfg.modes, modePass) {
-		b.passBin = filepath.Join(tmp, "passthrough")
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", b.passBin, "./bench/passthrough")
+	for _, h := range []struct {
+		need bool
+		bin  *string
+		pkg  string
+	}{{slices.Contains(cfg.modes, modePass), &b.passBin, "passthrough"}, {slices.Contains(cfg.upstreams, upstreamStub), &b.stubBin, "stub"}} {
+		if !h.need {
+			continue
+		}
+		*h.bin = filepath.Join(tmp, h.pkg)
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", *h.bin, "./bench/"+h.pkg)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.close()
-			return nil, fmt.Errorf("go build ./bench/passthrough: %w\n%s", err, out)
+			return nil, fmt.Errorf("go build ./bench/%s: %w\n%s", h.pkg, err, out)
 		}
 	}
 	if slices.Contains(cfg.modes, modePeerHTTP) || slices.Contains(cfg.modes, modePeerStdio) || !cfg.skipCold {
@@ -124,6 +135,17 @@ func (b *bench) close() {
 }
 
 func (b *bench) run(ctx context.Context) error {
+	for _, up := range b.cfg.upstreams {
+		if err := b.runCells(ctx, up); err != nil {
+			return err
+		}
+	}
+	return b.finish(ctx)
+}
+
+// runCells measures every mode at every concurrency against one card service.
+func (b *bench) runCells(ctx context.Context, up string) error {
+	b.up = up
 	for _, c := range b.cfg.conc {
 		for _, m := range b.cfg.modes {
 			if (m == modePeerHTTP || m == modePeerStdio) && b.peer == nil {
@@ -135,21 +157,26 @@ func (b *bench) run(ctx context.Context) error {
 			if m == modePeerHTTP && b.peerHTTPFailed != "" {
 				continue
 			}
-			cell := b.runCell(ctx, m, c)
+			cell := b.runCell(ctx, up, m, c)
 			if m == modePeerHTTP && cell.Error != "" {
 				b.peerHTTPFailed = cell.Error
 				b.results.note("the peer over streamable HTTP could not be measured with the go-sdk MCP client (its later cells were skipped): " +
 					firstLine(cell.Error) + "; ours over HTTP is compared with the peer over stdio instead (marked \"vs stdio\").")
 			}
 			if cell.Error != "" {
-				logf("%-10s c=%-3d FAILED: %s", m, c, firstLine(cell.Error))
+				logf("%-7s %-10s c=%-3d FAILED: %s", up, m, c, firstLine(cell.Error))
 			} else {
-				logf("%-10s c=%-3d %6d calls  %8.0f calls/s  p50 %7.3f ms  p99 %7.3f ms  cpu %.3f s/1k  rss %.1f MB",
-					m, c, cell.Calls, cell.Throughput, cell.P50Ms, cell.P99Ms, cell.ServerCPUPer1k, cell.ServerPeakRSSMB)
+				logf("%-7s %-10s c=%-3d %6d calls  %8.0f calls/s  p50 %7.3f ms  p99 %7.3f ms  cpu %.3f s/1k  rss %.1f MB",
+					up, m, c, cell.Calls, cell.Throughput, cell.P50Ms, cell.P99Ms, cell.ServerCPUPer1k, cell.ServerPeakRSSMB)
 			}
 			b.results.Cells = append(b.results.Cells, cell)
 		}
 	}
+	return nil
+}
+
+// finish measures cold start and idle sessions, then writes the results.
+func (b *bench) finish(ctx context.Context) error {
 	if !b.cfg.skipCold {
 		b.coldStarts(ctx)
 	}
@@ -227,9 +254,38 @@ type target struct {
 	close   func()
 }
 
-// runCell measures one mode at one concurrency against a fresh sandbox and server.
-func (b *bench) runCell(ctx context.Context, mode string, conc int) (cell cellResult) {
-	cell = cellResult{Mode: mode, Concurrency: conc}
+// stubFor records the sandbox's answer to each operation and starts bench/stub with them; the
+// returned upstream stands in for the sandbox (its seed included).
+func (b *bench) stubFor(ctx context.Context, sb *sandbox, opList []op) (*sandbox, error) {
+	client := newHTTPClient(1)
+	defer client.CloseIdleConnections()
+	var answers []stubAnswer
+	for _, o := range opList {
+		a, err := recordAnswer(ctx, client, sb.api, b.cfg.token, o)
+		if err != nil {
+			return nil, fmt.Errorf("record the answers for the stub: %w", err)
+		}
+		answers = append(answers, a)
+	}
+	data, err := json.Marshal(answers)
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(b.tmp, "stub-answers.json")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return nil, err
+	}
+	srv, base, err := startServer(ctx, "stub", b.stubBin, []string{"--addr", "127.0.0.1:0", "--answers", file}, envWith(), sandboxReady, 20*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &sandbox{srv: srv, base: base, api: base + "/open/v1", seed: sb.seed}, nil
+}
+
+// runCell measures one mode at one concurrency against a fresh card service (a seeded
+// sandbox, or a stub answering as one did) and server.
+func (b *bench) runCell(ctx context.Context, up, mode string, conc int) (cell cellResult) {
+	cell = cellResult{Upstream: up, Mode: mode, Concurrency: conc}
 	n := b.cfg.calls
 	switch mode {
 	case modeStdio:
@@ -244,6 +300,16 @@ func (b *bench) runCell(ctx context.Context, mode string, conc int) (cell cellRe
 	}
 	defer sb.srv.stop()
 	opList := ops(sb.seed)
+	if up == upstreamStub {
+		st, err := b.stubFor(ctx, sb, opList)
+		sb.srv.stop()
+		if err != nil {
+			cell.Error = err.Error()
+			return cell
+		}
+		sb = st
+		defer sb.srv.stop()
+	}
 	if b.peer != nil {
 		for i := range opList {
 			opList[i].Peer = b.peer.tools[opList[i].Name]
@@ -445,7 +511,7 @@ func (b *bench) profilePath(mode string, conc int) string {
 	if b.cfg.serverProfile == "" || (mode != modeHTTP && mode != modeStdio) {
 		return ""
 	}
-	return filepath.Join(b.cfg.serverProfile, fmt.Sprintf("%s-%d.pprof", mode, conc))
+	return filepath.Join(b.cfg.serverProfile, fmt.Sprintf("%s-%s-%d.pprof", b.up, mode, conc))
 }
 
 // startProfile starts the cell's server profile (SIGUSR1 to a benchprofile build) and returns
@@ -585,6 +651,13 @@ func (b *bench) coldStarts(ctx context.Context) {
 		cmd := exec.Command(b.bin, "stdio", "--api-host", sb.base)
 		cmd.Env = b.serverEnv("cold", 0)
 		return cmd
+	}
+	if b.cfg.coldBaselineBin != "" {
+		measure("before stdio", b.cfg.coldRuns, func() *exec.Cmd {
+			cmd := exec.Command(b.cfg.coldBaselineBin, "stdio", "--api-host", sb.base)
+			cmd.Env = b.serverEnv("cold", 0)
+			return cmd
+		})
 	}
 	measure("ours stdio", b.cfg.coldRuns, ours)
 	if n := len(b.results.Cold); n > 0 && b.results.Cold[n-1].Server == "ours stdio" {
