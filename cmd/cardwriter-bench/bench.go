@@ -558,6 +558,18 @@ func (b *bench) client() *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: "cardwriter-bench", Version: "1"}, nil)
 }
 
+// sessionfulProtocol is the newest MCP revision with sessions: under 2026-07-28 a client holds
+// no session on the server, so there would be nothing idle to measure.
+const sessionfulProtocol = "2025-11-25"
+
+// idleSessionOptions asks for -protocol when it is set, else for sessionfulProtocol.
+func (b *bench) idleSessionOptions() *mcp.ClientSessionOptions {
+	if b.cfg.protocol != "" {
+		return b.sessionOptions()
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: sessionfulProtocol}
+}
+
 // sessionOptions asks for -protocol when it is set.
 func (b *bench) sessionOptions() *mcp.ClientSessionOptions {
 	return &mcp.ClientSessionOptions{ProtocolVersion: b.cfg.protocol}
@@ -628,51 +640,83 @@ func (b *bench) coldStarts(ctx context.Context) {
 		return
 	}
 	defer sb.srv.stop()
-	measure := func(name string, runs int, mk func() *exec.Cmd) {
-		var ds []time.Duration
-		for range runs {
-			d, err := coldStart(ctx, mk())
-			if err != nil {
-				logf("cold start %s: %v", name, err)
-				b.results.note(fmt.Sprintf("cold start %s: %v", name, firstLine(err.Error())))
-				return
-			}
-			ds = append(ds, d)
-		}
-		r := coldResult{Server: name, Runs: runs}
-		slices.Sort(ds)
-		r.MedianMs = ms(ds[len(ds)/2])
-		r.MinMs = ms(ds[0])
-		r.MaxMs = ms(ds[len(ds)-1])
-		logf("cold start %-10s median %.1f ms (min %.1f, max %.1f, %d runs)", name, r.MedianMs, r.MinMs, r.MaxMs, runs)
-		b.results.Cold = append(b.results.Cold, r)
-	}
 	ours := func() *exec.Cmd {
 		cmd := exec.Command(b.bin, "stdio", "--api-host", sb.base)
 		cmd.Env = b.serverEnv("cold", 0)
 		return cmd
 	}
+	servers := []coldServer{{name: "ours stdio", runs: b.cfg.coldRuns, mk: ours}}
 	if b.cfg.coldBaselineBin != "" {
-		measure("before stdio", b.cfg.coldRuns, func() *exec.Cmd {
+		servers = append([]coldServer{{name: "before stdio", runs: b.cfg.coldRuns, mk: func() *exec.Cmd {
 			cmd := exec.Command(b.cfg.coldBaselineBin, "stdio", "--api-host", sb.base)
 			cmd.Env = b.serverEnv("cold", 0)
 			return cmd
-		})
+		}}}, servers...)
 	}
-	measure("ours stdio", b.cfg.coldRuns, ours)
-	if n := len(b.results.Cold); n > 0 && b.results.Cold[n-1].Server == "ours stdio" {
+	if b.peer != nil {
+		servers = append(servers, coldServer{name: "peer stdio", runs: b.cfg.peerColdRuns, mk: func() *exec.Cmd {
+			cmd := exec.Command(b.peer.node, b.peer.script)
+			cmd.Env = b.peer.env(sb.api, b.cfg.token)
+			return cmd
+		}})
+	}
+	b.measureColdStarts(ctx, servers)
+	for i := range b.results.Cold {
+		if b.results.Cold[i].Server != "ours stdio" {
+			continue
+		}
 		if tr, err := tracedStart(ctx, ours()); err == nil {
-			b.results.Cold[n-1].Traced = tr
+			b.results.Cold[i].Traced = tr
 		} else {
 			logf("cold start traced: %v", err)
 		}
 	}
-	if b.peer != nil {
-		measure("peer stdio", b.cfg.peerColdRuns, func() *exec.Cmd {
-			cmd := exec.Command(b.peer.node, b.peer.script)
-			cmd.Env = b.peer.env(sb.api, b.cfg.token)
-			return cmd
-		})
+}
+
+// coldServer is a server whose cold start is measured runs times; mk makes one start's command.
+type coldServer struct {
+	name string
+	runs int
+	mk   func() *exec.Cmd
+}
+
+// measureColdStarts starts the servers in turn, one start each per round, so that a change of
+// the machine's load during the measurement weighs on all of them alike; a server that fails to
+// start is noted and left out.
+func (b *bench) measureColdStarts(ctx context.Context, servers []coldServer) {
+	ds := make([][]time.Duration, len(servers))
+	failed := make([]bool, len(servers))
+	for round := 0; ; round++ {
+		more := false
+		for i, s := range servers {
+			if failed[i] || round >= s.runs {
+				continue
+			}
+			more = true
+			d, err := coldStart(ctx, s.mk())
+			if err != nil {
+				logf("cold start %s: %v", s.name, err)
+				b.results.note(fmt.Sprintf("cold start %s: %v", s.name, firstLine(err.Error())))
+				failed[i] = true
+				continue
+			}
+			ds[i] = append(ds[i], d)
+		}
+		if !more {
+			break
+		}
+	}
+	for i, s := range servers {
+		if failed[i] {
+			continue
+		}
+		r := coldResult{Server: s.name, Runs: s.runs}
+		slices.Sort(ds[i])
+		r.MedianMs = ms(ds[i][len(ds[i])/2])
+		r.MinMs = ms(ds[i][0])
+		r.MaxMs = ms(ds[i][len(ds[i])-1])
+		logf("cold start %-12s median %.1f ms (min %.1f, max %.1f, %d runs)", s.name, r.MedianMs, r.MinMs, r.MaxMs, s.runs)
+		b.results.Cold = append(b.results.Cold, r)
 	}
 }
 
@@ -845,7 +889,7 @@ func (b *bench) idleSessions(ctx context.Context, n int, sse bool) (idleResult, 
 					return
 				}
 				cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc,
-					MaxRetries: -1, DisableStandaloneSSE: !sse}, b.sessionOptions())
+					MaxRetries: -1, DisableStandaloneSSE: !sse}, b.idleSessionOptions())
 				if err != nil {
 					mu.Lock()
 					if firstErr == nil {
