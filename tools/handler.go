@@ -86,7 +86,7 @@ func generic(ctx context.Context, c *Call) (json.RawMessage, error) {
 	var out json.RawMessage
 	var body any // stays a nil interface when the operation has no body
 	if c.Body != nil {
-		body = c.Body
+		body = upstream.CompactJSON(c.Body) // prepare made it: valid and compact
 	}
 	if err := c.Client.Call(ctx, c.Tool.Operation, c.Params, body, &out); err != nil {
 		return nil, err
