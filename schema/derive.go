@@ -347,7 +347,7 @@ func CompileSchemaLazy(name string, s map[string]any) *Validator {
 			v.lazy.err = err
 			return
 		}
-		v.lazy.schema = c.schema
+		v.lazy.schema, v.lazy.quick = c.schema, c.quick
 	}
 	return v
 }
@@ -377,5 +377,5 @@ func CompileSchema(name string, s map[string]any) (*Validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", name, err)
 	}
-	return &Validator{pointer: name, schema: sch}, nil
+	return &Validator{pointer: name, schema: sch, quick: compileQuick(doc)}, nil
 }

@@ -52,30 +52,32 @@ func newCompiler() (*jsonschema.Compiler, error) {
 type Validator struct {
 	pointer string
 	schema  *jsonschema.Schema // nil until compiled when lazy
+	quick   *quickSchema       // the passing case decided fast; nil: always jsonschema/v6
 	lazy    *lazySchema        // set by CompileSchemaLazy
 }
 
 // lazySchema is the deferred compilation of a Validator made by CompileSchemaLazy.
 type lazySchema struct {
 	once    sync.Once
-	compile func() // sets schema or err
+	compile func() // sets schema and quick, or err
 	schema  *jsonschema.Schema
+	quick   *quickSchema
 	err     error
 }
 
 // Compile compiles a lazily made Validator now (a no-op for others) and reports whether its
 // schema compiles.
 func (v *Validator) Compile() error {
-	_, err := v.compiled()
+	_, _, err := v.compiled()
 	return err
 }
 
-func (v *Validator) compiled() (*jsonschema.Schema, error) {
+func (v *Validator) compiled() (*jsonschema.Schema, *quickSchema, error) {
 	if v.lazy == nil {
-		return v.schema, nil
+		return v.schema, v.quick, nil
 	}
 	v.lazy.once.Do(v.lazy.compile)
-	return v.lazy.schema, v.lazy.err
+	return v.lazy.schema, v.lazy.quick, v.lazy.err
 }
 
 // Compile returns the validator of the schema at pointer (a JSON pointer fragment such as
@@ -125,9 +127,12 @@ func (v *Validator) Pointer() string { return v.pointer }
 // Validate checks an instance decoded by DecodeJSON (or made of map[string]any, []any, string,
 // bool, nil, json.Number, float64 and int). It returns a *ValidationError listing every failure.
 func (v *Validator) Validate(instance any) error {
-	sch, err := v.compiled()
+	sch, quick, err := v.compiled()
 	if err != nil {
 		return err
+	}
+	if quick != nil && quick.check(instance) == valid {
+		return nil
 	}
 	err = sch.Validate(instance)
 	if err == nil {

@@ -86,7 +86,7 @@ func generic(ctx context.Context, c *Call) (json.RawMessage, error) {
 	var out json.RawMessage
 	var body any // stays a nil interface when the operation has no body
 	if c.Body != nil {
-		body = c.Body
+		body = upstream.CompactJSON(c.Body) // prepare made it: valid and compact
 	}
 	if err := c.Client.Call(ctx, c.Tool.Operation, c.Params, body, &out); err != nil {
 		return nil, err
@@ -211,11 +211,11 @@ func decodeObject(data json.RawMessage) (map[string]any, error) {
 // The compacted object is also the wire form of structuredContent (RawStructuredContent), so
 // that encoding the response copies it instead of encoding the decoded map again.
 func successResult(summary string, out map[string]any, raw json.RawMessage) *mcp.CallToolResult {
-	compact := compactJSON(raw)
+	compact := compactBytes(raw)
 	return &mcp.CallToolResult{
-		Content:              []mcp.Content{mcp.NewTextContent(summary), mcp.NewTextContent(compact)},
+		Content:              []mcp.Content{mcp.NewTextContent(summary), mcp.NewTextContent(string(compact))},
 		StructuredContent:    out,
-		RawStructuredContent: json.RawMessage(compact),
+		RawStructuredContent: compact,
 	}
 }
 
@@ -256,12 +256,35 @@ func ErrorEnvelope(res *mcp.CallToolResult) (env map[string]any, ok bool) {
 	return env, true
 }
 
-func compactJSON(raw json.RawMessage) string {
+// compactBytes returns the JSON raw without insignificant whitespace, as json.Compact does
+// (FuzzCompactBytes). Answers usually come compact but for a final newline: those are returned
+// trimmed, not copied.
+func compactBytes(raw json.RawMessage) json.RawMessage {
+	if trimmed := bytes.TrimSpace(raw); isCompact(trimmed) {
+		return trimmed
+	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, raw); err != nil {
-		return string(raw)
+		return raw
 	}
-	return buf.String()
+	return buf.Bytes()
+}
+
+// isCompact reports whether data has no whitespace outside its strings (for JSON, nothing
+// json.Compact would remove).
+func isCompact(data []byte) bool {
+	inString := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case inString && c == '\\':
+			i++ // the escaped character
+		case c == '"':
+			inString = !inString
+		case !inString && (c == ' ' || c == '\t' || c == '\n' || c == '\r'):
+			return false
+		}
+	}
+	return true
 }
 
 // outcome classifies a handler error. It returns the envelope to answer with and the code to

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -308,5 +309,56 @@ func BenchmarkNewServer(b *testing.B) {
 		if _, err := NewServer(up, Options{}); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkFramework is what mcp-go costs per call on its own: the same tools/call messages
+// handled by an MCP server whose tool of that name does nothing (a fixed result), through
+// HandleMessage, and through the stdio server (as `cardwriter-mcp stdio` serves it). Set
+// against ToolCall, it separates the framework's parsing of each request from ours.
+func BenchmarkFramework(b *testing.B) {
+	e := newBenchEnv(b)
+	ctx := context.Background()
+	srv := server.NewMCPServer("framework", "1", server.WithToolCapabilities(false), server.WithLogging())
+	fixed := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("ok")}}
+	for _, c := range e.calls {
+		srv.AddTool(mcp.NewToolWithRawSchema(c.tool, "", json.RawMessage(`{"type":"object"}`)),
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) { return fixed, nil })
+	}
+	for _, c := range e.calls {
+		msg := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + c.tool + `","arguments":` + string(c.args) + `}}`)
+		b.Run("HandleMessage/"+c.tool, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(msg)))
+			for b.Loop() {
+				if _, ok := srv.HandleMessage(ctx, msg).(mcp.JSONRPCResponse); !ok {
+					b.Fatal("not a response")
+				}
+			}
+		})
+		b.Run("Stdio/"+c.tool, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(msg)))
+			inR, inW := io.Pipe()
+			outR, outW := io.Pipe()
+			sctx, cancel := context.WithCancel(ctx)
+			done := make(chan error, 1)
+			go func() { done <- server.NewStdioServer(srv).Listen(sctx, inR, outW) }()
+			out := bufio.NewReader(outR)
+			line := append(msg, '\n')
+			for b.Loop() {
+				if _, err := inW.Write(line); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := out.ReadSlice('\n'); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			cancel()
+			inW.Close()
+			outR.Close()
+			<-done
+		})
 	}
 }

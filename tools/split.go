@@ -135,7 +135,9 @@ func (ms members) encode(sizeHint int) ([]byte, error) {
 			buf.Truncate(buf.Len() - 1) // the Encoder's newline
 		}
 		buf.WriteByte(':')
-		if err := json.Compact(&buf, m.value); err != nil {
+		if isCompact(m.value) { // valid JSON: the arguments were decoded before they were split
+			buf.Write(m.value)
+		} else if err := json.Compact(&buf, m.value); err != nil {
 			return nil, err
 		}
 	}

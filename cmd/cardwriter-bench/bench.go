@@ -38,7 +38,11 @@ type bench struct {
 	bin  string
 	// passBin is bench/passthrough, built when its mode is run.
 	passBin string
-	peer    *peer // nil when skipped
+	// stubBin is bench/stub, built when it is a card service of the run.
+	stubBin string
+	// up is the card service of the cells being run.
+	up   string
+	peer *peer // nil when skipped
 	// peerHTTPFailed is the error of the first peer-http cell that failed; later ones are skipped.
 	peerHTTPFailed string
 	results        results
@@ -55,24 +59,43 @@ func newBench(ctx context.Context, cfg config, args []string) (*bench, error) {
 	}
 	b := &bench{cfg: cfg, args: args, root: root, tmp: tmp}
 	b.results.start(cfg, args)
-	if cfg.bin != "" {
+	tags := ""
+	if cfg.serverProfile != "" {
+		tags = "benchprofile"
+		if err := os.MkdirAll(cfg.serverProfile, 0o755); err != nil {
+			b.close()
+			return nil, fmt.Errorf("-server-cpuprofile: %w", err)
+		}
+	}
+	switch {
+	case cfg.bin != "" && tags != "":
+		b.close()
+		return nil, errors.New("-server-cpuprofile needs a build of ours: it cannot be used with -bin")
+	case cfg.bin != "":
 		b.bin = cfg.bin
-	} else {
+	default:
 		logf("building cmd/cardwriter-mcp (CGO_ENABLED=0)")
-		if b.bin, err = buildServer(ctx, root, tmp); err != nil {
+		if b.bin, err = buildServer(ctx, root, tmp, tags); err != nil {
 			b.close()
 			return nil, err
 		}
 	}
 	b.cfg.httpArgs = append(b.cfg.httpArgs, httpAuthArgs(b.bin)...)
-	if slices.Contains(cfg.modes, modePass) {
-		b.passBin = filepath.Join(tmp, "passthrough")
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", b.passBin, "./bench/passthrough")
+	for _, h := range []struct {
+		need bool
+		bin  *string
+		pkg  string
+	}{{slices.Contains(cfg.modes, modePass), &b.passBin, "passthrough"}, {slices.Contains(cfg.upstreams, upstreamStub), &b.stubBin, "stub"}} {
+		if !h.need {
+			continue
+		}
+		*h.bin = filepath.Join(tmp, h.pkg)
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", *h.bin, "./bench/"+h.pkg)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			b.close()
-			return nil, fmt.Errorf("go build ./bench/passthrough: %w\n%s", err, out)
+			return nil, fmt.Errorf("go build ./bench/%s: %w\n%s", h.pkg, err, out)
 		}
 	}
 	if slices.Contains(cfg.modes, modePeerHTTP) || slices.Contains(cfg.modes, modePeerStdio) || !cfg.skipCold {
@@ -112,6 +135,17 @@ func (b *bench) close() {
 }
 
 func (b *bench) run(ctx context.Context) error {
+	for _, up := range b.cfg.upstreams {
+		if err := b.runCells(ctx, up); err != nil {
+			return err
+		}
+	}
+	return b.finish(ctx)
+}
+
+// runCells measures every mode at every concurrency against one card service.
+func (b *bench) runCells(ctx context.Context, up string) error {
+	b.up = up
 	for _, c := range b.cfg.conc {
 		for _, m := range b.cfg.modes {
 			if (m == modePeerHTTP || m == modePeerStdio) && b.peer == nil {
@@ -123,21 +157,26 @@ func (b *bench) run(ctx context.Context) error {
 			if m == modePeerHTTP && b.peerHTTPFailed != "" {
 				continue
 			}
-			cell := b.runCell(ctx, m, c)
+			cell := b.runCell(ctx, up, m, c)
 			if m == modePeerHTTP && cell.Error != "" {
 				b.peerHTTPFailed = cell.Error
 				b.results.note("the peer over streamable HTTP could not be measured with the go-sdk MCP client (its later cells were skipped): " +
 					firstLine(cell.Error) + "; ours over HTTP is compared with the peer over stdio instead (marked \"vs stdio\").")
 			}
 			if cell.Error != "" {
-				logf("%-10s c=%-3d FAILED: %s", m, c, firstLine(cell.Error))
+				logf("%-7s %-10s c=%-3d FAILED: %s", up, m, c, firstLine(cell.Error))
 			} else {
-				logf("%-10s c=%-3d %6d calls  %8.0f calls/s  p50 %7.3f ms  p99 %7.3f ms  cpu %.3f s/1k  rss %.1f MB",
-					m, c, cell.Calls, cell.Throughput, cell.P50Ms, cell.P99Ms, cell.ServerCPUPer1k, cell.ServerPeakRSSMB)
+				logf("%-7s %-10s c=%-3d %6d calls  %8.0f calls/s  p50 %7.3f ms  p99 %7.3f ms  cpu %.3f s/1k  rss %.1f MB",
+					up, m, c, cell.Calls, cell.Throughput, cell.P50Ms, cell.P99Ms, cell.ServerCPUPer1k, cell.ServerPeakRSSMB)
 			}
 			b.results.Cells = append(b.results.Cells, cell)
 		}
 	}
+	return nil
+}
+
+// finish measures cold start and idle sessions, then writes the results.
+func (b *bench) finish(ctx context.Context) error {
 	if !b.cfg.skipCold {
 		b.coldStarts(ctx)
 	}
@@ -215,9 +254,38 @@ type target struct {
 	close   func()
 }
 
-// runCell measures one mode at one concurrency against a fresh sandbox and server.
-func (b *bench) runCell(ctx context.Context, mode string, conc int) (cell cellResult) {
-	cell = cellResult{Mode: mode, Concurrency: conc}
+// stubFor records the sandbox's answer to each operation and starts bench/stub with them; the
+// returned upstream stands in for the sandbox (its seed included).
+func (b *bench) stubFor(ctx context.Context, sb *sandbox, opList []op) (*sandbox, error) {
+	client := newHTTPClient(1)
+	defer client.CloseIdleConnections()
+	var answers []stubAnswer
+	for _, o := range opList {
+		a, err := recordAnswer(ctx, client, sb.api, b.cfg.token, o)
+		if err != nil {
+			return nil, fmt.Errorf("record the answers for the stub: %w", err)
+		}
+		answers = append(answers, a)
+	}
+	data, err := json.Marshal(answers)
+	if err != nil {
+		return nil, err
+	}
+	file := filepath.Join(b.tmp, "stub-answers.json")
+	if err := os.WriteFile(file, data, 0o600); err != nil {
+		return nil, err
+	}
+	srv, base, err := startServer(ctx, "stub", b.stubBin, []string{"--addr", "127.0.0.1:0", "--answers", file}, envWith(), sandboxReady, 20*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &sandbox{srv: srv, base: base, api: base + "/open/v1", seed: sb.seed}, nil
+}
+
+// runCell measures one mode at one concurrency against a fresh card service (a seeded
+// sandbox, or a stub answering as one did) and server.
+func (b *bench) runCell(ctx context.Context, up, mode string, conc int) (cell cellResult) {
+	cell = cellResult{Upstream: up, Mode: mode, Concurrency: conc}
 	n := b.cfg.calls
 	switch mode {
 	case modeStdio:
@@ -232,6 +300,16 @@ func (b *bench) runCell(ctx context.Context, mode string, conc int) (cell cellRe
 	}
 	defer sb.srv.stop()
 	opList := ops(sb.seed)
+	if up == upstreamStub {
+		st, err := b.stubFor(ctx, sb, opList)
+		sb.srv.stop()
+		if err != nil {
+			cell.Error = err.Error()
+			return cell
+		}
+		sb = st
+		defer sb.srv.stop()
+	}
 	if b.peer != nil {
 		for i := range opList {
 			opList[i].Peer = b.peer.tools[opList[i].Name]
@@ -271,6 +349,11 @@ func (b *bench) runCell(ctx context.Context, mode string, conc int) (cell cellRe
 		}
 	}
 	runtime.GC()
+	stopProfile, err := b.startProfile(mode, conc, tg.pid)
+	if err != nil {
+		cell.Error = err.Error()
+		return cell
+	}
 	before, _ := readProc(tg.pid)
 	sbBefore, _ := readProc(sb.srv.pid())
 	var selfBefore syscall.Rusage
@@ -282,6 +365,9 @@ func (b *bench) runCell(ctx context.Context, mode string, conc int) (cell cellRe
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &selfAfter)
 	after, _ := readProc(tg.pid)
 	sbAfter, _ := readProc(sb.srv.pid())
+	if perr := stopProfile(); perr != nil {
+		logf("%s at %d: %v", mode, conc, perr)
+	}
 	if err != nil {
 		cell.Error = err.Error()
 		return cell
@@ -362,7 +448,7 @@ func (b *bench) connect(ctx context.Context, mode string, conc int, sb *sandbox)
 		if mode == modePass {
 			bin, args = b.passBin, []string{"http", "--addr", "127.0.0.1:0", "--api-host", sb.base}
 		}
-		srv, endpoint, err := startServer(ctx, mode, bin, args, b.serverEnv(), httpReady, 20*time.Second)
+		srv, endpoint, err := startServer(ctx, mode, bin, args, b.serverEnv(mode, conc), httpReady, 20*time.Second)
 		if err != nil {
 			return nil, err
 		}
@@ -387,7 +473,7 @@ func (b *bench) connect(ctx context.Context, mode string, conc int, sb *sandbox)
 		var cmd *exec.Cmd
 		if mode == modeStdio {
 			cmd = exec.Command(b.bin, "stdio", "--api-host", sb.base)
-			cmd.Env = b.serverEnv()
+			cmd.Env = b.serverEnv(mode, conc)
 		} else {
 			cmd = exec.Command(b.peer.node, b.peer.script)
 			cmd.Env = b.peer.env(sb.api, b.cfg.token)
@@ -409,13 +495,79 @@ func (b *bench) connect(ctx context.Context, mode string, conc int, sb *sandbox)
 	return nil, fmt.Errorf("unknown mode %q", mode)
 }
 
-// serverEnv is the environment of our MCP server processes: the upstream token and -server-env.
-func (b *bench) serverEnv() []string {
-	return envWith(append([]string{"CARDWRITER_TOKEN=" + b.cfg.token}, b.cfg.serverEnv...)...)
+// serverEnv is the environment of our MCP server processes: the upstream token, -server-env,
+// and where the cell's profile goes under -server-cpuprofile.
+func (b *bench) serverEnv(mode string, conc int) []string {
+	env := append([]string{"CARDWRITER_TOKEN=" + b.cfg.token}, b.cfg.serverEnv...)
+	if path := b.profilePath(mode, conc); path != "" {
+		env = append(env, "CARDWRITER_BENCH_CPUPROFILE="+path)
+	}
+	return envWith(env...)
+}
+
+// profilePath is the file of the cell's server profile, "" when the cell's server is not
+// profiled (no -server-cpuprofile, or not a server of ours built by the harness).
+func (b *bench) profilePath(mode string, conc int) string {
+	if b.cfg.serverProfile == "" || (mode != modeHTTP && mode != modeStdio) {
+		return ""
+	}
+	return filepath.Join(b.cfg.serverProfile, fmt.Sprintf("%s-%s-%d.pprof", b.up, mode, conc))
+}
+
+// startProfile starts the cell's server profile (SIGUSR1 to a benchprofile build) and returns
+// the function that stops it (SIGUSR2) and waits until the profile is written.
+func (b *bench) startProfile(mode string, conc, pid int) (stop func() error, err error) {
+	path := b.profilePath(mode, conc)
+	if path == "" {
+		return func() error { return nil }, nil
+	}
+	_ = os.Remove(path)
+	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+		return nil, fmt.Errorf("start the server profile: %w", err)
+	}
+	if err := waitFile(path+".tmp", 5*time.Second); err != nil {
+		return nil, fmt.Errorf("start the server profile: %w", err)
+	}
+	return func() error {
+		if err := syscall.Kill(pid, syscall.SIGUSR2); err != nil {
+			return fmt.Errorf("stop the server profile: %w", err)
+		}
+		if err := waitFile(path, 10*time.Second); err != nil {
+			return fmt.Errorf("stop the server profile: %w", err)
+		}
+		logf("server profile: %s", path)
+		return nil
+	}, nil
+}
+
+// waitFile waits until path exists.
+func waitFile(path string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not appear within %s", path, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (b *bench) client() *mcp.Client {
 	return mcp.NewClient(&mcp.Implementation{Name: "cardwriter-bench", Version: "1"}, nil)
+}
+
+// sessionfulProtocol is the newest MCP revision with sessions: under 2026-07-28 a client holds
+// no session on the server, so there would be nothing idle to measure.
+const sessionfulProtocol = "2025-11-25"
+
+// idleSessionOptions asks for -protocol when it is set, else for sessionfulProtocol.
+func (b *bench) idleSessionOptions() *mcp.ClientSessionOptions {
+	if b.cfg.protocol != "" {
+		return b.sessionOptions()
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: sessionfulProtocol}
 }
 
 // sessionOptions asks for -protocol when it is set.
@@ -488,44 +640,83 @@ func (b *bench) coldStarts(ctx context.Context) {
 		return
 	}
 	defer sb.srv.stop()
-	measure := func(name string, runs int, mk func() *exec.Cmd) {
-		var ds []time.Duration
-		for range runs {
-			d, err := coldStart(ctx, mk())
-			if err != nil {
-				logf("cold start %s: %v", name, err)
-				b.results.note(fmt.Sprintf("cold start %s: %v", name, firstLine(err.Error())))
-				return
-			}
-			ds = append(ds, d)
-		}
-		r := coldResult{Server: name, Runs: runs}
-		slices.Sort(ds)
-		r.MedianMs = ms(ds[len(ds)/2])
-		r.MinMs = ms(ds[0])
-		r.MaxMs = ms(ds[len(ds)-1])
-		logf("cold start %-10s median %.1f ms (min %.1f, max %.1f, %d runs)", name, r.MedianMs, r.MinMs, r.MaxMs, runs)
-		b.results.Cold = append(b.results.Cold, r)
-	}
 	ours := func() *exec.Cmd {
 		cmd := exec.Command(b.bin, "stdio", "--api-host", sb.base)
-		cmd.Env = b.serverEnv()
+		cmd.Env = b.serverEnv("cold", 0)
 		return cmd
 	}
-	measure("ours stdio", b.cfg.coldRuns, ours)
-	if n := len(b.results.Cold); n > 0 && b.results.Cold[n-1].Server == "ours stdio" {
+	servers := []coldServer{{name: "ours stdio", runs: b.cfg.coldRuns, mk: ours}}
+	if b.cfg.coldBaselineBin != "" {
+		servers = append([]coldServer{{name: "before stdio", runs: b.cfg.coldRuns, mk: func() *exec.Cmd {
+			cmd := exec.Command(b.cfg.coldBaselineBin, "stdio", "--api-host", sb.base)
+			cmd.Env = b.serverEnv("cold", 0)
+			return cmd
+		}}}, servers...)
+	}
+	if b.peer != nil {
+		servers = append(servers, coldServer{name: "peer stdio", runs: b.cfg.peerColdRuns, mk: func() *exec.Cmd {
+			cmd := exec.Command(b.peer.node, b.peer.script)
+			cmd.Env = b.peer.env(sb.api, b.cfg.token)
+			return cmd
+		}})
+	}
+	b.measureColdStarts(ctx, servers)
+	for i := range b.results.Cold {
+		if b.results.Cold[i].Server != "ours stdio" {
+			continue
+		}
 		if tr, err := tracedStart(ctx, ours()); err == nil {
-			b.results.Cold[n-1].Traced = tr
+			b.results.Cold[i].Traced = tr
 		} else {
 			logf("cold start traced: %v", err)
 		}
 	}
-	if b.peer != nil {
-		measure("peer stdio", b.cfg.peerColdRuns, func() *exec.Cmd {
-			cmd := exec.Command(b.peer.node, b.peer.script)
-			cmd.Env = b.peer.env(sb.api, b.cfg.token)
-			return cmd
-		})
+}
+
+// coldServer is a server whose cold start is measured runs times; mk makes one start's command.
+type coldServer struct {
+	name string
+	runs int
+	mk   func() *exec.Cmd
+}
+
+// measureColdStarts starts the servers in turn, one start each per round, so that a change of
+// the machine's load during the measurement weighs on all of them alike; a server that fails to
+// start is noted and left out.
+func (b *bench) measureColdStarts(ctx context.Context, servers []coldServer) {
+	ds := make([][]time.Duration, len(servers))
+	failed := make([]bool, len(servers))
+	for round := 0; ; round++ {
+		more := false
+		for i, s := range servers {
+			if failed[i] || round >= s.runs {
+				continue
+			}
+			more = true
+			d, err := coldStart(ctx, s.mk())
+			if err != nil {
+				logf("cold start %s: %v", s.name, err)
+				b.results.note(fmt.Sprintf("cold start %s: %v", s.name, firstLine(err.Error())))
+				failed[i] = true
+				continue
+			}
+			ds[i] = append(ds[i], d)
+		}
+		if !more {
+			break
+		}
+	}
+	for i, s := range servers {
+		if failed[i] {
+			continue
+		}
+		r := coldResult{Server: s.name, Runs: s.runs}
+		slices.Sort(ds[i])
+		r.MedianMs = ms(ds[i][len(ds[i])/2])
+		r.MinMs = ms(ds[i][0])
+		r.MaxMs = ms(ds[i][len(ds[i])-1])
+		logf("cold start %-12s median %.1f ms (min %.1f, max %.1f, %d runs)", s.name, r.MedianMs, r.MinMs, r.MaxMs, s.runs)
+		b.results.Cold = append(b.results.Cold, r)
 	}
 }
 
@@ -672,7 +863,7 @@ func (b *bench) idleSessions(ctx context.Context, n int, sse bool) (idleResult, 
 	defer sb.srv.stop()
 	srv, endpoint, err := startServer(ctx, "cardwriter-mcp http", b.bin,
 		append([]string{"http", "--addr", "127.0.0.1:0", "--api-host", sb.base}, b.cfg.httpArgs...),
-		b.serverEnv(), httpReady, 20*time.Second)
+		b.serverEnv("idle", 0), httpReady, 20*time.Second)
 	if err != nil {
 		return r, err
 	}
@@ -698,7 +889,7 @@ func (b *bench) idleSessions(ctx context.Context, n int, sse bool) (idleResult, 
 					return
 				}
 				cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc,
-					MaxRetries: -1, DisableStandaloneSSE: !sse}, b.sessionOptions())
+					MaxRetries: -1, DisableStandaloneSSE: !sse}, b.idleSessionOptions())
 				if err != nil {
 					mu.Lock()
 					if firstErr == nil {

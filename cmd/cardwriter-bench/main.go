@@ -75,7 +75,21 @@ type config struct {
 	ops          []string
 	cpuProfile   string
 	serverEnv    []string
+	// serverProfile is the directory for CPU profiles of our server processes over each
+	// cell's measured calls (a build with -tags benchprofile); "" profiles nothing.
+	serverProfile string
+	upstreams     []string // upstreamSandbox, upstreamStub
+	coldBaseline  float64  // ms: the stdio cold start the target keeps to, without coldBaselineBin
+	// coldBaselineBin is a cardwriter-mcp built before the change, whose cold start is
+	// measured in the same run as the target's baseline.
+	coldBaselineBin string
 }
+
+// The card services a run measures against.
+const (
+	upstreamSandbox = "sandbox" // the emulator: validates every request, keeps state
+	upstreamStub    = "stub"    // bench/stub: fixed answers, no validation
+)
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -111,6 +125,10 @@ func run(ctx context.Context, args []string) error {
 	serverEnv := fs.String("server-env", "", "comma-separated KEY=VALUE added to the environment of our server processes only (e.g. GOGC=400), for experiments")
 	opNames := fs.String("ops", "", "comma-separated operationIds to call (default: all four); for looking at one operation alone")
 	fs.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of the harness itself (the MCP client side) to this file")
+	ups := fs.String("upstreams", upstreamSandbox+","+upstreamStub, "comma-separated card services to measure against: sandbox (the emulator), stub (bench/stub: fixed answers recorded from a seeded sandbox, no validation)")
+	fs.Float64Var(&cfg.coldBaseline, "cold-baseline-ms", 33.5, "the stdio cold start median (ms) the cold start target keeps to (the README's before this run's changes)")
+	fs.StringVar(&cfg.coldBaselineBin, "cold-baseline-bin", "", "a cardwriter-mcp built before the change: its stdio cold start is measured in the same run and is the cold start target's baseline (instead of -cold-baseline-ms)")
+	fs.StringVar(&cfg.serverProfile, "server-cpuprofile", "", "write a CPU profile of our server over each http and stdio cell's measured calls into this directory (MODE-WORKERS.pprof; builds the server with -tags benchprofile)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -138,6 +156,15 @@ func run(ctx context.Context, args []string) error {
 			return fmt.Errorf("-modes: unknown mode %q", m)
 		}
 		cfg.modes = append(cfg.modes, m)
+	}
+	for _, u := range splitList(*ups) {
+		if u != upstreamSandbox && u != upstreamStub {
+			return fmt.Errorf("-upstreams: unknown card service %q", u)
+		}
+		cfg.upstreams = append(cfg.upstreams, u)
+	}
+	if len(cfg.upstreams) == 0 {
+		return errors.New("-upstreams: name at least one card service")
 	}
 	cfg.httpArgs = strings.Fields(*httpArgs)
 	cfg.ops = splitList(*opNames)

@@ -42,10 +42,11 @@ func moduleRoot() (string, error) {
 	}
 }
 
-// buildServer builds cmd/cardwriter-mcp as a static binary into dir.
-func buildServer(ctx context.Context, root, dir string) (string, error) {
+// buildServer builds cmd/cardwriter-mcp as a static binary into dir, with the given build tags
+// ("" for none).
+func buildServer(ctx context.Context, root, dir, tags string) (string, error) {
 	bin := filepath.Join(dir, "cardwriter-mcp")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/cardwriter-mcp")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", tags, "-o", bin, "./cmd/cardwriter-mcp")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()

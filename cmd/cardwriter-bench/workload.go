@@ -202,6 +202,43 @@ func (f *floorCaller) call(ctx context.Context, o *op) error {
 	return nil
 }
 
+// stubAnswer is one of bench/stub's fixed answers (its Answer).
+type stubAnswer struct {
+	Method string          `json:"method"`
+	Path   string          `json:"path"` // under /open/v1, without the query
+	Status int             `json:"status"`
+	Body   json.RawMessage `json:"body"`
+}
+
+// recordAnswer sends the operation to the sandbox at api and returns its answer for the stub.
+func recordAnswer(ctx context.Context, client *http.Client, api, token string, o op) (stubAnswer, error) {
+	var body io.Reader
+	if o.Body != nil {
+		body = bytes.NewReader(o.Body)
+	}
+	req, err := http.NewRequestWithContext(ctx, o.Method, api+o.Path, body)
+	if err != nil {
+		return stubAnswer{}, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	if o.Body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return stubAnswer{}, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return stubAnswer{}, fmt.Errorf("%s: %w", o.Name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return stubAnswer{}, fmt.Errorf("%s: %s: %s", o.Name, resp.Status, data)
+	}
+	return stubAnswer{Method: o.Method, Path: req.URL.Path[len("/open/v1"):], Status: resp.StatusCode, Body: data}, nil
+}
+
 // mcpCaller calls the operation's tool over an MCP session.
 type mcpCaller struct {
 	session *mcp.ClientSession

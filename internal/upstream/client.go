@@ -577,12 +577,20 @@ func encodeBody(op schema.Operation, body any) ([]byte, error) {
 	return data, nil
 }
 
-// isNoBody reports whether body stands for "no body": nil, a nil pointer or an empty RawMessage.
+// CompactJSON is a request body its caller guarantees to be valid JSON without insignificant
+// whitespace: it is sent as it is, not compacted again.
+type CompactJSON []byte
+
+// isNoBody reports whether body stands for "no body": nil, a nil pointer or an empty RawMessage
+// or CompactJSON.
 func isNoBody(body any) bool {
 	if body == nil {
 		return true
 	}
-	if raw, ok := body.(json.RawMessage); ok {
+	switch raw := body.(type) {
+	case json.RawMessage:
+		return len(raw) == 0
+	case CompactJSON:
 		return len(raw) == 0
 	}
 	v := reflect.ValueOf(body)
@@ -592,6 +600,9 @@ func isNoBody(body any) bool {
 // marshalJSON encodes v (json.RawMessage included, which is checked and compacted) without
 // escaping <, > and & as encoding/json does by default.
 func marshalJSON(v any) ([]byte, error) {
+	if c, ok := v.(CompactJSON); ok {
+		return c, nil
+	}
 	var buf bytes.Buffer
 	if raw, ok := v.(json.RawMessage); ok {
 		// What the encoder does with a RawMessage, without its reflection and extra copy.

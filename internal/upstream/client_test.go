@@ -231,6 +231,20 @@ func TestRawBodyAndOut(t *testing.T) {
 	}
 }
 
+// TestCompactJSONBody checks that a CompactJSON body goes out byte for byte.
+func TestCompactJSONBody(t *testing.T) {
+	t.Parallel()
+	srv, sc := serve(t, reply(200, cardJSON))
+	c, _ := newClient(t, srv.URL)
+	in := upstream.CompactJSON(`{"roleName":"<Mira> & co","tags":[]}`)
+	if err := c.Call(context.Background(), "updateCardProfile", map[string]string{"roleId": "r1"}, in, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := string(sc.requests()[0].Body); got != string(in) {
+		t.Errorf("body = %s, want %s", got, in)
+	}
+}
+
 // TestCardExtra checks that fields the contract does not name survive decoding and encoding.
 func TestCardExtra(t *testing.T) {
 	t.Parallel()
