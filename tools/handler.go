@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
@@ -53,32 +54,17 @@ func (n *needInput) Error() string { return "the tool asks the client for input 
 type HandlerFunc func(ctx context.Context, c *Call) (json.RawMessage, error)
 
 // Failure is an error a handler reports to the model as a tool result with isError: an
-// envelope {error: Code, message: Message, detail: Detail} like the card service's own.
-type Failure struct {
-	Code      string
-	Message   string // one sentence fit to show verbatim
-	Retryable bool
-	Detail    map[string]any
-}
-
-func (f *Failure) Error() string { return f.Code + ": " + f.Message }
-
-// Envelope returns the failure as the error envelope {error, message, retryable, detail?}.
-func (f *Failure) Envelope() map[string]any {
-	env := map[string]any{"error": f.Code, "message": f.Message, "retryable": f.Retryable}
-	if f.Detail != nil {
-		env["detail"] = f.Detail
-	}
-	return env
-}
+// envelope {error: Code, message: Message, detail: Detail} like the card service's own. It is
+// the tavern use case's (package tavernsync), whose failures are the tools' own.
+type Failure = tavernsync.Failure
 
 // Error codes this layer adds to the card service's own.
 const (
-	codeInvalidArguments = "invalid_arguments" // the arguments fail the input schema
-	codeValidationFailed = "validation_failed" // publish_card: the card's validation report has errors
-	codeUnavailable      = "unavailable"       // the card service could not be reached or timed out
-	codeInternal         = "internal"          // a defect of ours; details only in the log
-	codeCancelled        = "cancelled"         // the client cancelled the call
+	codeInvalidArguments = tavernsync.CodeInvalidArguments // the arguments fail the input schema
+	codeValidationFailed = "validation_failed"             // publish_card: the card's validation report has errors
+	codeUnavailable      = "unavailable"                   // the card service could not be reached or timed out
+	codeInternal         = "internal"                      // a defect of ours; details only in the log
+	codeCancelled        = "cancelled"                     // the client cancelled the call
 )
 
 // generic is the handler of every tool without its own: one call of the tool's operation.

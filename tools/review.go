@@ -7,6 +7,7 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/internal/review"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
@@ -81,7 +82,7 @@ func reviewCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 		preview.Worldbooks = append(preview.Worldbooks, previewWorldbookOf(wb.Name, te, preview.Greetings))
 	}
 	if card.AvatarImageID != "" {
-		if img, note := fetchAvatar(ctx, c.Client, card.RoleID, card.AvatarImageID); note == "" {
+		if img, note := tavernsync.FetchAvatar(ctx, c.Client, card.RoleID, card.AvatarImageID); note == "" {
 			preview.Avatar = avatarThumbnail(img)
 		}
 	}

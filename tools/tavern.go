@@ -1,14 +1,26 @@
 package tools
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 )
 
 // tavernTools is the tavern toolset: character cards and lorebooks in the community's file
 // formats (Character Card V1/V2/V3 as JSON, PNG or CHARX; lorebook_v3; SillyTavern World Info),
-// in and out. The formats are package tavern's; these tools map them to the card service's
-// operations and keep aside (AsideStore) what the service cannot hold.
+// in and out. The formats are package tavern's; the import and export use case (mapping them to
+// the card service's operations, keeping aside (AsideStore) what the service cannot hold) is
+// package tavernsync's, and these handlers only decode arguments and shape results.
 func tavernTools() []Tool {
 	return []Tool{
 		{
@@ -102,7 +114,7 @@ func tavernTools() []Tool {
 			Handler:     exportTavernWorldbook,
 			Summary: func(out map[string]any) string {
 				s := fmt.Sprintf("Exported worldbook %s %s as %s with %s", str(out, "worldbookId"), quoted(str(out, "name")),
-					either(str(out, "format") == formatLorebookV3, "a lorebook_v3 file", "a SillyTavern World Info file"),
+					either(str(out, "format") == tavernsync.FormatLorebookV3, "a lorebook_v3 file", "a SillyTavern World Info file"),
 					plural(num(out, "entries"), "entry", "entries"))
 				s += restoredSummary(out)
 				return s + "."
@@ -189,6 +201,175 @@ func restoredSummary(out map[string]any) string {
 	}
 	if k := list(out, "notRestored"); len(k) > 0 {
 		s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored)", plural(int64(len(k)), "field", "fields"))
+	}
+	return s
+}
+
+// AsideKey names a record of the kept-aside store: card service (API base URL), user (userId from
+// GET /me), and the card (aside.KindCard, roleId), worldbook (aside.KindWorldbook, worldbookId) or
+// trial (aside.KindTrial, clientKey) it belongs to.
+type AsideKey = aside.Key
+
+// AsideStore keeps what the card service has no field for beside the card, so that
+// import_tavern_card followed by export_tavern_card loses nothing (tavernsync.AsideStore).
+type AsideStore = tavernsync.AsideStore
+
+// LocalFiles lets the import tools read files on the machine the server runs on, named by
+// source.path: only a server speaking stdio to its user's own host should set it
+// (tavernsync.LocalFiles).
+type LocalFiles = tavernsync.LocalFiles
+
+// The tavern use case's error codes and limits, under the names the tools' tests know.
+const (
+	codeInvalidFile    = tavernsync.CodeInvalidFile
+	codePathNotAllowed = tavernsync.CodePathNotAllowed
+	maxUploadBytes     = tavernsync.MaxUploadBytes
+	defaultBookName    = tavernsync.DefaultBookName
+)
+
+// tavernEnv is what the tavern use case runs with for one call.
+func tavernEnv(c *Call) tavernsync.Env {
+	return tavernsync.Env{Client: c.Client, Aside: c.Aside, LocalFiles: c.LocalFiles, Progress: c.Progress, Log: c.Log,
+		Outcome: outcome, Roots: func(ctx context.Context) ([]string, error) { return clientRootURIs(ctx, c) }}
+}
+
+// importTavernCard imports a character card file as a card or a trial card.
+func importTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
+	var in tavernsync.ImportCardArgs
+	if err := json.Unmarshal(c.Body, &in); err != nil {
+		return nil, fmt.Errorf("decode the arguments: %w", err)
+	}
+	return tavernsync.ImportCard(ctx, tavernEnv(c), in)
+}
+
+// importTavernWorldbook imports a lorebook file as worldbook entries.
+func importTavernWorldbook(ctx context.Context, c *Call) (json.RawMessage, error) {
+	var in tavernsync.ImportWorldbookArgs
+	if err := json.Unmarshal(c.Body, &in); err != nil {
+		return nil, fmt.Errorf("decode the arguments: %w", err)
+	}
+	return tavernsync.ImportWorldbook(ctx, tavernEnv(c), in)
+}
+
+// exportTavernCard exports a card as a Character Card V3 JSON, PNG or CHARX file.
+func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
+	var in tavernsync.ExportCardArgs
+	if err := json.Unmarshal(c.Body, &in); err != nil {
+		return nil, fmt.Errorf("decode the arguments: %w", err)
+	}
+	out, file, err := tavernsync.ExportCard(ctx, tavernEnv(c), in)
+	if err != nil {
+		return nil, err
+	}
+	c.Content = []mcp.Content{fileContent(file)}
+	return out, nil
+}
+
+// exportTavernWorldbook exports a worldbook as a World Info or lorebook_v3 file.
+func exportTavernWorldbook(ctx context.Context, c *Call) (json.RawMessage, error) {
+	var in tavernsync.ExportWorldbookArgs
+	if err := json.Unmarshal(c.Body, &in); err != nil {
+		return nil, fmt.Errorf("decode the arguments: %w", err)
+	}
+	out, file, err := tavernsync.ExportWorldbook(ctx, tavernEnv(c), in)
+	if err != nil {
+		return nil, err
+	}
+	c.Content = []mcp.Content{fileContent(file)}
+	return out, nil
+}
+
+// fileContent is an exported file as the result's content: text, a resource or an image.
+func fileContent(f tavernsync.File) mcp.Content {
+	switch {
+	case f.DataBase64 == "":
+		return mcp.NewTextContent(f.Text)
+	case f.URI != "":
+		return mcp.NewEmbeddedResource(mcp.BlobResourceContents{URI: f.URI, MIMEType: f.MIMEType, Blob: f.DataBase64})
+	}
+	return mcp.NewImageContent(f.DataBase64, f.MIMEType)
+}
+
+// rootsTimeout bounds how long the server waits for the client's roots/list answer.
+const rootsTimeout = 10 * time.Second
+
+// rootsInputID names the roots request in a multi round-trip exchange.
+const rootsInputID = "roots"
+
+// clientRootURIs returns the URIs of the client's roots (see clientRoots).
+func clientRootURIs(ctx context.Context, c *Call) ([]string, error) {
+	roots, err := clientRoots(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	uris := make([]string, len(roots))
+	for i, r := range roots {
+		uris[i] = r.URI
+	}
+	return uris, nil
+}
+
+// clientRoots asks the client for its roots, when it declared the roots capability. Under MCP
+// 2026-07-28 and later the question is a multi round-trip input request (the call returns it, and
+// the client calls again with the answer); with earlier clients it is a roots/list request sent
+// during the call. A client that cannot answer counts as one with no roots.
+func clientRoots(ctx context.Context, c *Call) ([]mcp.Root, error) {
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
+		if info.ClientCapabilities == nil || info.ClientCapabilities.Roots == nil {
+			return nil, nil
+		}
+		if res := server.RootsResponse(c.Request.Params.InputResponses, rootsInputID); res != nil {
+			return res.Roots, nil
+		}
+		if _, asked := c.Request.Params.InputResponses[rootsInputID]; asked {
+			return nil, nil // answered, but not with roots
+		}
+		return nil, &needInput{result: server.NewInputRequestBuilder("").Roots(rootsInputID).ToolResult()}
+	}
+	srv := server.ServerFromContext(ctx)
+	session := server.ClientSessionFromContext(ctx)
+	if srv == nil || session == nil {
+		return nil, nil
+	}
+	withInfo, ok := session.(server.SessionWithClientInfo)
+	if !ok || withInfo.GetClientCapabilities().Roots == nil {
+		return nil, nil
+	}
+	rctx, cancel := context.WithTimeout(ctx, rootsTimeout)
+	defer cancel()
+	res, err := srv.RequestRoots(rctx, mcp.ListRootsRequest{Request: mcp.Request{Method: string(mcp.MethodListRoots)}})
+	if err != nil || res == nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		c.Log.LogAttrs(ctx, slog.LevelDebug, "roots/list failed; counting no roots", slog.String("err", errString(err)))
+		return nil, nil
+	}
+	return res.Roots, nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "no answer"
+	}
+	return err.Error()
+}
+
+// marshalNoEscape encodes v as JSON without escaping <, > and &.
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// nonNilStrings returns s, or an empty list for nil.
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
@@ -268,22 +269,17 @@ func storedTriggerEntries(ctx context.Context, c *Call, in *triggerArgs, out *tr
 	if wb.Format != upstream.WorldbookTavern {
 		return entries, nil
 	}
-	keys, err := asideKeysFor(ctx, c.Client)
+	kept, found, err := tavernsync.LoadKeptWorldbook(ctx, c.Client, c.Aside, wb.WorldbookID)
 	if err != nil {
 		return nil, err
-	}
-	var rec worldbookRecord
-	found, err := loadRecord(ctx, c.Aside, keys.worldbook(wb.WorldbookID), &rec)
-	if err != nil {
-		return nil, fmt.Errorf("read the SillyTavern fields of worldbook %s: %w", wb.WorldbookID, err)
 	}
 	if !found {
 		return entries, nil
 	}
-	settings.ApplyBook(rec.Book)
+	settings.ApplyBook(kept.Book)
 	for i := range entries {
-		if a, ok := rec.Entries[entries[i].EntryID]; ok {
-			entries[i].Extensions = a.Extensions
+		if ext, ok := kept.Entries[entries[i].EntryID]; ok {
+			entries[i].Extensions = ext
 		}
 	}
 	return entries, nil

@@ -1,4 +1,4 @@
-package tools
+package tavernsync
 
 import (
 	"bytes"
@@ -9,16 +9,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 )
@@ -31,14 +26,8 @@ type LocalFiles struct {
 	AllowDirs []string // folders opened to path whatever the client's roots (--allow-dir)
 }
 
-// codePathNotAllowed is the error of a source.path the server may not read.
-const codePathNotAllowed = "path_not_allowed"
-
-// rootsTimeout bounds how long the server waits for the client's roots/list answer.
-const rootsTimeout = 10 * time.Second
-
-// sourceArg is the source argument of the import tools: exactly one of its fields.
-type sourceArg struct {
+// Source is the source argument of the import tools: exactly one of its fields.
+type Source struct {
 	Path       *string         `json:"path"`
 	DataBase64 *string         `json:"dataBase64"`
 	JSON       json.RawMessage `json:"json"`
@@ -46,7 +35,7 @@ type sourceArg struct {
 
 // readSource returns the bytes of a source argument, refusing anything but exactly one of
 // path, dataBase64 and json, and files outside what LocalFiles and the client's roots allow.
-func readSource(ctx context.Context, c *Call, src sourceArg) ([]byte, error) {
+func readSource(ctx context.Context, c Env, src Source) ([]byte, error) {
 	var given []string
 	if src.Path != nil {
 		given = append(given, "source.path")
@@ -62,7 +51,7 @@ func readSource(ctx context.Context, c *Call, src sourceArg) ([]byte, error) {
 		if len(given) > 1 {
 			msg = "Give exactly one of source.path, source.dataBase64 and source.json, not " + strings.Join(given, " and ") + "."
 		}
-		return nil, &Failure{Code: codeInvalidArguments, Message: msg, Detail: map[string]any{"arguments": anyStrings(given)}}
+		return nil, &Failure{Code: CodeInvalidArguments, Message: msg, Detail: map[string]any{"arguments": anyStrings(given)}}
 	}
 	switch {
 	case src.DataBase64 != nil:
@@ -78,7 +67,7 @@ func readSource(ctx context.Context, c *Call, src sourceArg) ([]byte, error) {
 		data, err := base64.StdEncoding.DecodeString(s)
 		if err != nil {
 			if data, err = base64.RawStdEncoding.DecodeString(s); err != nil {
-				return nil, &Failure{Code: codeInvalidArguments, Message: "source.dataBase64 is not valid standard base64.",
+				return nil, &Failure{Code: CodeInvalidArguments, Message: "source.dataBase64 is not valid standard base64.",
 					Detail: map[string]any{"argument": "source.dataBase64"}}
 			}
 		}
@@ -104,7 +93,7 @@ func readSource(ctx context.Context, c *Call, src sourceArg) ([]byte, error) {
 }
 
 func tooLarge(arg string) *Failure {
-	return &Failure{Code: codeInvalidArguments,
+	return &Failure{Code: CodeInvalidArguments,
 		Message: fmt.Sprintf("%s is larger than %d MiB, the most a card or lorebook file may be.", arg, tavern.MaxInputSize>>20),
 		Detail:  map[string]any{"argument": arg, "limit": tavern.MaxInputSize}}
 }
@@ -112,13 +101,13 @@ func tooLarge(arg string) *Failure {
 // readLocalFile reads the file at p when the server may: over stdio, inside an allowed folder or
 // a root of the client, symlinks resolved (a link out of them is refused), a regular file of at
 // most tavern.MaxInputSize bytes.
-func readLocalFile(ctx context.Context, c *Call, p string) ([]byte, error) {
+func readLocalFile(ctx context.Context, c Env, p string) ([]byte, error) {
 	refuse := func(msg string, detail map[string]any) error {
 		if detail == nil {
 			detail = map[string]any{}
 		}
 		detail["argument"] = "source.path"
-		return &Failure{Code: codePathNotAllowed, Message: msg, Detail: detail}
+		return &Failure{Code: CodePathNotAllowed, Message: msg, Detail: detail}
 	}
 	if c.LocalFiles == nil {
 		return nil, refuse("source.path is refused: this server does not read files on the machine it runs on "+
@@ -133,10 +122,10 @@ func readLocalFile(ctx context.Context, c *Call, p string) ([]byte, error) {
 	real, err := filepath.EvalSymlinks(filepath.Clean(p))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &Failure{Code: codeInvalidArguments, Message: fmt.Sprintf("source.path: there is no file %s.", p),
+			return nil, &Failure{Code: CodeInvalidArguments, Message: fmt.Sprintf("source.path: there is no file %s.", p),
 				Detail: map[string]any{"argument": "source.path"}}
 		}
-		return nil, &Failure{Code: codeInvalidArguments, Message: fmt.Sprintf("source.path: %s cannot be read (%v).", p, unwrapPathError(err)),
+		return nil, &Failure{Code: CodeInvalidArguments, Message: fmt.Sprintf("source.path: %s cannot be read (%v).", p, unwrapPathError(err)),
 			Detail: map[string]any{"argument": "source.path"}}
 	}
 	// The --allow-dir folders first: a file inside one needs no question to the client.
@@ -163,7 +152,7 @@ func readLocalFile(ctx context.Context, c *Call, p string) ([]byte, error) {
 	}
 	f, err := os.Open(real)
 	if err != nil {
-		return nil, &Failure{Code: codeInvalidArguments, Message: fmt.Sprintf("source.path: %s cannot be read (%v).", p, unwrapPathError(err)),
+		return nil, &Failure{Code: CodeInvalidArguments, Message: fmt.Sprintf("source.path: %s cannot be read (%v).", p, unwrapPathError(err)),
 			Detail: map[string]any{"argument": "source.path"}}
 	}
 	defer f.Close()
@@ -172,7 +161,7 @@ func readLocalFile(ctx context.Context, c *Call, p string) ([]byte, error) {
 		return nil, err
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, &Failure{Code: codeInvalidArguments, Message: fmt.Sprintf("source.path: %s is not a regular file.", p),
+		return nil, &Failure{Code: CodeInvalidArguments, Message: fmt.Sprintf("source.path: %s is not a regular file.", p),
 			Detail: map[string]any{"argument": "source.path"}}
 	}
 	// The checked path must still be the opened file (no link swapped in since the check).
@@ -216,14 +205,17 @@ func insideAny(path string, dirs []string) bool {
 }
 
 // clientRootDirs returns the client's file roots as folders (see resolveDirs).
-func clientRootDirs(ctx context.Context, c *Call) ([]string, error) {
-	roots, err := clientRoots(ctx, c)
+func clientRootDirs(ctx context.Context, c Env) ([]string, error) {
+	if c.Roots == nil {
+		return nil, nil
+	}
+	roots, err := c.Roots(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var dirs []string
 	for _, r := range roots {
-		u, err := url.Parse(r.URI)
+		u, err := url.Parse(r)
 		if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") {
 			continue
 		}
@@ -253,48 +245,6 @@ func resolveDirs(dirs []string) []string {
 	return out
 }
 
-// rootsInputID names the roots request in a multi round-trip exchange.
-const rootsInputID = "roots"
-
-// clientRoots asks the client for its roots, when it declared the roots capability. Under MCP
-// 2026-07-28 and later the question is a multi round-trip input request (the call returns it, and
-// the client calls again with the answer); with earlier clients it is a roots/list request sent
-// during the call. A client that cannot answer counts as one with no roots.
-func clientRoots(ctx context.Context, c *Call) ([]mcp.Root, error) {
-	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
-		if info.ClientCapabilities == nil || info.ClientCapabilities.Roots == nil {
-			return nil, nil
-		}
-		if res := server.RootsResponse(c.Request.Params.InputResponses, rootsInputID); res != nil {
-			return res.Roots, nil
-		}
-		if _, asked := c.Request.Params.InputResponses[rootsInputID]; asked {
-			return nil, nil // answered, but not with roots
-		}
-		return nil, &needInput{result: server.NewInputRequestBuilder("").Roots(rootsInputID).ToolResult()}
-	}
-	srv := server.ServerFromContext(ctx)
-	session := server.ClientSessionFromContext(ctx)
-	if srv == nil || session == nil {
-		return nil, nil
-	}
-	withInfo, ok := session.(server.SessionWithClientInfo)
-	if !ok || withInfo.GetClientCapabilities().Roots == nil {
-		return nil, nil
-	}
-	rctx, cancel := context.WithTimeout(ctx, rootsTimeout)
-	defer cancel()
-	res, err := srv.RequestRoots(rctx, mcp.ListRootsRequest{Request: mcp.Request{Method: string(mcp.MethodListRoots)}})
-	if err != nil || res == nil {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		c.Log.LogAttrs(ctx, slog.LevelDebug, "roots/list failed; counting no roots", slog.String("err", errString(err)))
-		return nil, nil
-	}
-	return res.Roots, nil
-}
-
 // anyStrings converts a string slice to []any for an envelope's detail.
 func anyStrings(s []string) []any {
 	out := make([]any, len(s))
@@ -302,11 +252,4 @@ func anyStrings(s []string) []any {
 		out[i] = v
 	}
 	return out
-}
-
-func errString(err error) string {
-	if err == nil {
-		return "no answer"
-	}
-	return err.Error()
 }

@@ -1,4 +1,4 @@
-package tools
+package tavernsync
 
 import (
 	"context"
@@ -12,11 +12,12 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
-type importWorldbookArgs struct {
-	Source      sourceArg `json:"source"`
-	WorldbookID string    `json:"worldbookId"`
-	Name        string    `json:"name"`
-	RoleID      string    `json:"roleId"`
+// ImportWorldbookArgs are import_tavern_worldbook's arguments.
+type ImportWorldbookArgs struct {
+	Source      Source `json:"source"`
+	WorldbookID string `json:"worldbookId"`
+	Name        string `json:"name"`
+	RoleID      string `json:"roleId"`
 }
 
 // importWorldbookResult is import_tavern_worldbook's result (tools.json).
@@ -33,18 +34,15 @@ type importWorldbookResult struct {
 	Notes           []string `json:"notes"`
 }
 
-// defaultBookName names a worldbook made from a lorebook that has no name.
-const defaultBookName = "Imported lorebook"
+// DefaultBookName names a worldbook made from a lorebook that has no name.
+const DefaultBookName = "Imported lorebook"
 
-// importTavernWorldbook imports a lorebook file into a new tavern-format worldbook, or adds its
-// entries to an existing worldbook, optionally binding it to a card.
-func importTavernWorldbook(ctx context.Context, c *Call) (json.RawMessage, error) {
-	var in importWorldbookArgs
-	if err := json.Unmarshal(c.Body, &in); err != nil {
-		return nil, fmt.Errorf("decode the arguments: %w", err)
-	}
+// ImportWorldbook imports a lorebook file into a new tavern-format worldbook, or adds its
+// entries to an existing worldbook, optionally binding it to a card; it returns
+// import_tavern_worldbook's result object.
+func ImportWorldbook(ctx context.Context, c Env, in ImportWorldbookArgs) (json.RawMessage, error) {
 	if in.WorldbookID != "" && in.Name != "" {
-		return nil, &Failure{Code: codeInvalidArguments, Detail: map[string]any{"arguments": []any{"worldbookId", "name"}},
+		return nil, &Failure{Code: CodeInvalidArguments, Detail: map[string]any{"arguments": []any{"worldbookId", "name"}},
 			Message: "Give worldbookId (to add the entries to that worldbook) or name (to name a new one), not both."}
 	}
 	data, err := readSource(ctx, c, in.Source)
@@ -53,7 +51,7 @@ func importTavernWorldbook(ctx context.Context, c *Call) (json.RawMessage, error
 	}
 	book, err := tavern.ReadBook(data)
 	if err != nil {
-		return nil, &Failure{Code: codeInvalidFile, Message: "The file is not a lorebook this server can read: " + err.Error() + ".",
+		return nil, &Failure{Code: CodeInvalidFile, Message: "The file is not a lorebook this server can read: " + err.Error() + ".",
 			Detail: map[string]any{"argument": "source"}}
 	}
 	keys, err := asideKeysFor(ctx, c.Client)
@@ -96,7 +94,7 @@ func importTavernWorldbook(ctx context.Context, c *Call) (json.RawMessage, error
 			name = strings.TrimSuffix(base, filepath.Ext(base))
 		}
 		if strings.TrimSpace(name) == "" {
-			name, generated = defaultBookName, defaultBookName
+			name, generated = DefaultBookName, DefaultBookName
 		}
 		st.start(ctx, "create the worldbook")
 		wb, err := c.Client.CreateWorldbook(ctx, upstream.WorldbookCreateInput{Name: name, Description: book.Description, Format: upstream.WorldbookTavern})
@@ -127,7 +125,7 @@ func importTavernWorldbook(ctx context.Context, c *Call) (json.RawMessage, error
 	w := &entryWriter{c: c, worldbookID: out.WorldbookID, roleID: in.RoleID, format: out.Format,
 		rec: &rec, key: keys.worldbook(out.WorldbookID), steps: st}
 	if err := w.write(ctx, book.Entries); err != nil {
-		env, code, internal := outcome(ctx, err)
+		env, code, internal := c.Outcome(ctx, err)
 		if internal {
 			c.Log.LogAttrs(ctx, slog.LevelError, "lorebook import step failed", slog.String("step", st.doing), slog.String("err", err.Error()))
 		}

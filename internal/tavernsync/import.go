@@ -1,4 +1,4 @@
-package tools
+package tavernsync
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/aside"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
@@ -19,11 +20,8 @@ import (
 // Limits of the card service the import works within.
 const (
 	entriesPerWrite = 500     // entry ops per writeWorldbookDocument call, and entries per trial worldbook
-	maxUploadBytes  = 8 << 20 // uploadImage's limit, decoded
+	MaxUploadBytes  = 8 << 20 // uploadImage's limit, decoded: a larger avatar is not uploaded
 )
-
-// codeInvalidFile is the error of a source that is no card or lorebook this server can read.
-const codeInvalidFile = "invalid_file"
 
 // Import modes.
 const (
@@ -31,10 +29,11 @@ const (
 	modeTrial = "trial"
 )
 
-type importCardArgs struct {
-	Source    sourceArg `json:"source"`
-	Mode      string    `json:"mode"`
-	ClientKey string    `json:"clientKey"`
+// ImportCardArgs are import_tavern_card's arguments.
+type ImportCardArgs struct {
+	Source    Source `json:"source"`
+	Mode      string `json:"mode"`
+	ClientKey string `json:"clientKey"`
 }
 
 // importCardResult is import_tavern_card's result (tools.json).
@@ -53,17 +52,14 @@ type importCardResult struct {
 	Notes         []string        `json:"notes"`
 }
 
-// importTavernCard imports a character card file as a card (mode card) or a trial card.
-func importTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
-	var in importCardArgs
-	if err := json.Unmarshal(c.Body, &in); err != nil {
-		return nil, fmt.Errorf("decode the arguments: %w", err)
-	}
+// ImportCard imports a character card file as a card (mode card) or a trial card, and returns
+// import_tavern_card's result object.
+func ImportCard(ctx context.Context, c Env, in ImportCardArgs) (json.RawMessage, error) {
 	if in.Mode == "" {
 		in.Mode = modeCard
 	}
 	if in.Mode == modeTrial && in.ClientKey == "" {
-		return nil, &Failure{Code: codeInvalidArguments, Detail: map[string]any{"argument": "clientKey"},
+		return nil, &Failure{Code: CodeInvalidArguments, Detail: map[string]any{"argument": "clientKey"},
 			Message: "mode trial needs clientKey: the name of the trial card to create or replace (letters, digits, '.', '_' or '-')."}
 	}
 	data, err := readSource(ctx, c, in.Source)
@@ -72,11 +68,11 @@ func importTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 	}
 	card, format, err := tavern.Read(data)
 	if err != nil {
-		return nil, &Failure{Code: codeInvalidFile, Message: "The file is not a character card this server can read: " + err.Error() + ".",
+		return nil, &Failure{Code: CodeInvalidFile, Message: "The file is not a character card this server can read: " + err.Error() + ".",
 			Detail: map[string]any{"argument": "source"}}
 	}
 	if strings.TrimSpace(card.Name) == "" {
-		return nil, &Failure{Code: codeInvalidFile, Detail: map[string]any{"argument": "source", "field": "data.name"},
+		return nil, &Failure{Code: CodeInvalidFile, Detail: map[string]any{"argument": "source", "field": "data.name"},
 			Message: "The card has no name (data.name is empty), and the card service needs one; add a name to the file and import it again."}
 	}
 	sum := sha256.Sum256(data)
@@ -89,7 +85,7 @@ func importTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 
 // cardImport is one run of import_tavern_card in mode card.
 type cardImport struct {
-	c         *Call
+	c         Env
 	card      *tavern.Card
 	format    tavern.Format
 	sha       string // SHA-256 of the file, hex
@@ -112,38 +108,13 @@ func (r *cardImport) idempotencyKey() string {
 	return "tavern-import-" + hex.EncodeToString(h.Sum(nil))[:40]
 }
 
-// steps reports a tool's progress as each of its steps starts, and remembers what it is doing
-// for the error of a failed step. A report is never the last act before returning: over
-// streamable HTTP a notification still queued when the response is written can be lost, and
-// the response itself says the work is done.
-type steps struct {
-	p           *Progress
-	done, total int
-	doing       string
-}
-
-// start reports that the next step begins (done of total steps are complete).
-func (s *steps) start(ctx context.Context, step string) {
-	s.doing = step
-	s.p.Report(ctx, s.done, s.total, fmt.Sprintf("Step %d of %d: %s.", min(s.done+1, s.total), s.total, step))
-}
-
-// end counts the step started last as done.
-func (s *steps) end() { s.done++ }
-
-// skip counts a step there was nothing to do for (an earlier run did it).
-func (s *steps) skip() { s.done++ }
-
-// aside names the bookkeeping between steps, for the error should it fail.
-func (s *steps) aside() { s.doing = "keep aside what the card service cannot hold" }
-
 // fail turns the error of a step into the call's error: before the card exists it is returned as
 // it is; after, it names what was created and what failed, so that nothing is lost or duplicated.
 func (r *cardImport) fail(ctx context.Context, err error) error {
 	if r.roleID == "" {
 		return err
 	}
-	env, code, internal := outcome(ctx, err)
+	env, code, internal := r.c.Outcome(ctx, err)
 	if internal {
 		r.c.Log.LogAttrs(ctx, slog.LevelError, "tavern import step failed", slog.String("step", r.steps.doing), slog.String("err", err.Error()))
 	}
@@ -168,7 +139,7 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 	c, card := r.c, r.card
 	book := card.Book
 	r.steps = steps{p: c.Progress, total: 4} // create, opening lines, profile, text
-	if len(card.Avatar) > 0 && len(card.Avatar) <= maxUploadBytes {
+	if len(card.Avatar) > 0 && len(card.Avatar) <= MaxUploadBytes {
 		r.steps.total++
 	}
 	if book != nil {
@@ -270,7 +241,7 @@ func (r *cardImport) avatar(ctx context.Context) error {
 	switch {
 	case len(img) == 0:
 		return nil
-	case len(img) > maxUploadBytes:
+	case len(img) > MaxUploadBytes:
 		r.notes = append(r.notes, fmt.Sprintf("The card's image (%d bytes) is larger than the 8 MiB cardwriter-mcp uploads, so the card has no avatar; "+
 			"an export uses a placeholder image.", len(img)))
 		return nil
@@ -402,12 +373,12 @@ func (r *cardImport) reconcile(ctx context.Context, rec *worldbookRecord) error 
 // entryWriter writes a lorebook's entries to a worldbook, 500 per call, binding it to a card
 // when roleID is set (at least one call is made then), recording each written entry's leftovers.
 type entryWriter struct {
-	c           *Call
+	c           Env
 	worldbookID string
 	roleID      string
 	format      string // the worldbook's format: native entries cannot hold matchOptions
 	rec         *worldbookRecord
-	key         AsideKey
+	key         aside.Key
 	steps       *steps
 	created     []string
 }
@@ -511,7 +482,7 @@ func someSections(s map[string]string) *upstream.CardSections {
 // refuseOtherTrial keeps a trial import additive: it refuses to replace a live trial card named
 // clientKey unless that trial is this same file's earlier import (so a repeated import finishes
 // or repeats it, and changes nothing else).
-func refuseOtherTrial(ctx context.Context, c *Call, keys asideKeys, clientKey, sha string) error {
+func refuseOtherTrial(ctx context.Context, c Env, keys asideKeys, clientKey, sha string) error {
 	_, err := c.Client.GetTrialCard(ctx, clientKey)
 	var apiErr *upstream.Error
 	if errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound {
@@ -528,24 +499,17 @@ func refuseOtherTrial(ctx context.Context, c *Call, keys asideKeys, clientKey, s
 	if ok && rec.Source.SHA256 == sha {
 		return nil
 	}
-	return &Failure{Code: "conflict", Detail: map[string]any{"argument": "clientKey", "clientKey": clientKey},
+	return &Failure{Code: CodeConflict, Detail: map[string]any{"argument": "clientKey", "clientKey": clientKey},
 		Message: fmt.Sprintf("A trial card named %q already exists and was not imported from this file; "+
 			"delete it with delete_trial_card first, or import under another clientKey.", clientKey)}
 }
 
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 // importTrial imports a card as the trial card named clientKey: one upsertTrialCard, with the
 // entries' matchOptions stripped (trial worldbooks are native) and kept aside with the rest.
-func importTrial(ctx context.Context, c *Call, card *tavern.Card, format tavern.Format, sha, clientKey string) (json.RawMessage, error) {
+func importTrial(ctx context.Context, c Env, card *tavern.Card, format tavern.Format, sha, clientKey string) (json.RawMessage, error) {
 	book := card.Book
 	if book != nil && len(book.Entries) > entriesPerWrite {
-		return nil, &Failure{Code: codeInvalidFile, Detail: map[string]any{"argument": "source", "entries": len(book.Entries), "limit": entriesPerWrite},
+		return nil, &Failure{Code: CodeInvalidFile, Detail: map[string]any{"argument": "source", "entries": len(book.Entries), "limit": entriesPerWrite},
 			Message: fmt.Sprintf("A trial card's worldbook holds at most %d entries and this card's lorebook has %d; import it with mode card instead.",
 				entriesPerWrite, len(book.Entries))}
 	}

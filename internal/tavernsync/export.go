@@ -1,4 +1,4 @@
-package tools
+package tavernsync
 
 import (
 	"context"
@@ -8,14 +8,13 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
 
-type exportArgs struct {
+// ExportCardArgs are export_tavern_card's arguments.
+type ExportCardArgs struct {
 	RoleID string `json:"roleId"`
 	Format string `json:"format"`
 }
@@ -62,13 +61,19 @@ func prefixed(prefix string, names []string) []string {
 	return out
 }
 
-// exportTavernCard exports a card, its document and its bound worldbooks as a Character Card V3
-// JSON, PNG or CHARX file, restoring what an import kept aside and naming what it could not.
-func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
-	var in exportArgs
-	if err := json.Unmarshal(c.Body, &in); err != nil {
-		return nil, fmt.Errorf("decode the arguments: %w", err)
-	}
+// File is an exported file as a tool result's content shows it: Text for a JSON file; otherwise
+// DataBase64 of type MIMEType, a resource at URI when URI is set (CHARX), else an image (PNG).
+type File struct {
+	Text       string
+	DataBase64 string
+	MIMEType   string
+	URI        string
+}
+
+// ExportCard exports a card, its document and its bound worldbooks as a Character Card V3
+// JSON, PNG or CHARX file, restoring what an import kept aside and naming what it could not; it
+// returns export_tavern_card's result object and the file.
+func ExportCard(ctx context.Context, c Env, in ExportCardArgs) (_ json.RawMessage, f File, _ error) {
 	if in.Format == "" {
 		in.Format = formatJSON
 	}
@@ -76,17 +81,17 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 	st.start(ctx, "read the card")
 	card, err := c.Client.GetCard(ctx, in.RoleID)
 	if err != nil {
-		return nil, err
+		return nil, File{}, err
 	}
 	st.end()
 	keys, err := asideKeysFor(ctx, c.Client)
 	if err != nil {
-		return nil, err
+		return nil, File{}, err
 	}
 	var rec cardRecord
 	hasRec, err := loadRecord(ctx, c.Aside, keys.card(card.RoleID), &rec)
 	if err != nil {
-		return nil, err
+		return nil, File{}, err
 	}
 	tc := &tavern.Card{
 		Name: card.RoleName, Welcome: card.RoleWelcome, Alternates: nilIfEmpty(card.WelcomeAlternates),
@@ -103,7 +108,7 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 	st.start(ctx, "read the bound worldbooks")
 	book, used, err := exportBook(ctx, c, keys, card.RoleID, rec.WorldbookID)
 	if err != nil {
-		return nil, err
+		return nil, File{}, err
 	}
 	tc.Book = book.book
 	out.Worldbooks = used
@@ -141,7 +146,7 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 		// Attached here, so that structuredContent.card is the CHARX's card.json.
 		out.DroppedAssets = append(out.DroppedAssets, tc.AttachCHARX(icon)...)
 		if file, _, err = tavern.WriteCHARX(tc, nil); err != nil {
-			return nil, fmt.Errorf("write the CHARX card: %w", err)
+			return nil, File{}, fmt.Errorf("write the CHARX card: %w", err)
 		}
 	default:
 		out.DroppedAssets = append(out.DroppedAssets, tc.DetachEmbedded()...)
@@ -154,32 +159,33 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 
 	v3, err := tavern.WriteV3JSON(tc)
 	if err != nil {
-		return nil, fmt.Errorf("write the V3 card: %w", err)
+		return nil, File{}, fmt.Errorf("write the V3 card: %w", err)
 	}
 	obj, err := schema.DecodeJSON(v3)
 	if err != nil {
-		return nil, fmt.Errorf("decode the V3 card: %w", err)
+		return nil, File{}, fmt.Errorf("decode the V3 card: %w", err)
 	}
 	if out.Card, err = marshalNoEscape(obj); err != nil {
-		return nil, err
+		return nil, File{}, err
 	}
 	switch in.Format {
 	case formatJSON:
-		c.Content = []mcp.Content{mcp.NewTextContent(string(v3))}
-		return marshalNoEscape(out)
+		f = File{Text: string(v3)}
+		res, err := marshalNoEscape(out)
+		return res, f, err
 	case formatCHARX:
 		out.DataBase64 = base64.StdEncoding.EncodeToString(file)
 		out.MimeType = charxMIME
-		c.Content = []mcp.Content{mcp.NewEmbeddedResource(mcp.BlobResourceContents{
-			URI: "cardwriter://export/" + card.RoleID + ".charx", MIMEType: charxMIME, Blob: out.DataBase64})}
-		return marshalNoEscape(out)
+		f = File{URI: "cardwriter://export/" + card.RoleID + ".charx", MIMEType: charxMIME, DataBase64: out.DataBase64}
+		res, err := marshalNoEscape(out)
+		return res, f, err
 	}
 
 	var avatar []byte
 	out.Avatar = "placeholder"
 	if card.AvatarImageID == "" {
 		out.Notes = append(out.Notes, "The card has no avatar, so the PNG shows a placeholder image.")
-	} else if img, note := fetchAvatar(ctx, c.Client, card.RoleID, card.AvatarImageID); note != "" {
+	} else if img, note := FetchAvatar(ctx, c.Client, card.RoleID, card.AvatarImageID); note != "" {
 		out.Notes = append(out.Notes, note)
 	} else {
 		avatar, out.Avatar = img, "image"
@@ -191,12 +197,13 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 		png, err = tavern.WritePNG(tc, nil)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("write the PNG card: %w", err)
+		return nil, File{}, fmt.Errorf("write the PNG card: %w", err)
 	}
 	out.DataBase64 = base64.StdEncoding.EncodeToString(png)
 	out.MimeType = "image/png"
-	c.Content = []mcp.Content{mcp.NewImageContent(out.DataBase64, out.MimeType)}
-	return marshalNoEscape(out)
+	f = File{DataBase64: out.DataBase64, MIMEType: out.MimeType}
+	res, err := marshalNoEscape(out)
+	return res, f, err
 }
 
 // restoredBook is a lorebook made of worldbooks' entries, with what was kept aside restored.
@@ -210,7 +217,7 @@ type restoredBook struct {
 // (primary) first, then the others in the service's order, each one's entries in the order of
 // the file they came from (then the service's order for entries added later), with the
 // leftovers kept aside for each entry restored. Its book is nil when no worldbook is bound.
-func exportBook(ctx context.Context, c *Call, keys asideKeys, roleID, primary string) (restoredBook, []worldbookUsed, error) {
+func exportBook(ctx context.Context, c Env, keys asideKeys, roleID, primary string) (restoredBook, []worldbookUsed, error) {
 	bound, err := c.Client.ListCardWorldbooks(ctx, roleID)
 	if err != nil {
 		return restoredBook{}, nil, err
@@ -245,7 +252,7 @@ func exportBook(ctx context.Context, c *Call, keys asideKeys, roleID, primary st
 // from, with the book's and each entry's kept-aside fields restored; without a record, the
 // fields the service does not hold are named under prefix in notRestored. It returns the number
 // of entries too.
-func restoreWorldbook(ctx context.Context, c *Call, keys asideKeys, wb upstream.Worldbook, prefix string) (restoredBook, int, error) {
+func restoreWorldbook(ctx context.Context, c Env, keys asideKeys, wb upstream.Worldbook, prefix string) (restoredBook, int, error) {
 	entries, err := c.Client.ListWorldbookEntries(ctx, wb.WorldbookID, "")
 	if err != nil {
 		return restoredBook{}, 0, err
@@ -321,8 +328,8 @@ func orderEntries(entries []upstream.WorldbookEntry, order []string) []upstream.
 	return out
 }
 
-// fetchAvatar downloads the card's avatar image; note says why it could not, "" when it could.
-func fetchAvatar(ctx context.Context, client *upstream.Client, roleID, imageID string) ([]byte, string) {
+// FetchAvatar downloads the card's avatar image; note says why it could not, "" when it could.
+func FetchAvatar(ctx context.Context, client *upstream.Client, roleID, imageID string) ([]byte, string) {
 	return fetchAvatarOr(ctx, client, roleID, imageID, "the PNG shows a placeholder image")
 }
 

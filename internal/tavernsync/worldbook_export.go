@@ -1,11 +1,9 @@
-package tools
+package tavernsync
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
@@ -15,10 +13,11 @@ import (
 // Lorebook export formats.
 const (
 	formatWorldInfo  = "worldinfo"
-	formatLorebookV3 = "lorebook_v3"
+	FormatLorebookV3 = "lorebook_v3" // a Character Card V3 lorebook; the other is SillyTavern World Info
 )
 
-type exportWorldbookArgs struct {
+// ExportWorldbookArgs are export_tavern_worldbook's arguments.
+type ExportWorldbookArgs struct {
 	WorldbookID string `json:"worldbookId"`
 	Format      string `json:"format"`
 }
@@ -35,13 +34,10 @@ type exportWorldbookResult struct {
 	Notes             []string        `json:"notes"`
 }
 
-// exportTavernWorldbook exports one worldbook as a SillyTavern World Info file or a lorebook_v3
-// file, restoring what an import kept aside of it and naming what it could not.
-func exportTavernWorldbook(ctx context.Context, c *Call) (json.RawMessage, error) {
-	var in exportWorldbookArgs
-	if err := json.Unmarshal(c.Body, &in); err != nil {
-		return nil, fmt.Errorf("decode the arguments: %w", err)
-	}
+// ExportWorldbook exports one worldbook as a SillyTavern World Info file or a lorebook_v3
+// file, restoring what an import kept aside of it and naming what it could not; it returns
+// export_tavern_worldbook's result object and the file (as Text).
+func ExportWorldbook(ctx context.Context, c Env, in ExportWorldbookArgs) (json.RawMessage, File, error) {
 	if in.Format == "" {
 		in.Format = formatWorldInfo
 	}
@@ -49,15 +45,15 @@ func exportTavernWorldbook(ctx context.Context, c *Call) (json.RawMessage, error
 	st.start(ctx, "read the worldbook and its entries")
 	wb, err := c.Client.GetWorldbook(ctx, in.WorldbookID)
 	if err != nil {
-		return nil, err
+		return nil, File{}, err
 	}
 	keys, err := asideKeysFor(ctx, c.Client)
 	if err != nil {
-		return nil, err
+		return nil, File{}, err
 	}
 	rb, n, err := restoreWorldbook(ctx, c, keys, *wb, "lorebook")
 	if err != nil {
-		return nil, err
+		return nil, File{}, err
 	}
 	st.end()
 	st.start(ctx, "write the "+in.Format+" file")
@@ -68,21 +64,24 @@ func exportTavernWorldbook(ctx context.Context, c *Call) (json.RawMessage, error
 			"in SillyTavern they follow SillyTavern's, with its default options (case-insensitive, any word boundary).")
 	}
 	var file []byte
-	if in.Format == formatLorebookV3 {
+	if in.Format == FormatLorebookV3 {
 		file, err = tavern.WriteLorebookV3(rb.book)
 	} else {
 		file, err = tavern.WriteWorldInfo(rb.book)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("write the %s file: %w", in.Format, err)
+		return nil, File{}, fmt.Errorf("write the %s file: %w", in.Format, err)
 	}
 	obj, err := schema.DecodeJSON(file)
 	if err != nil {
-		return nil, fmt.Errorf("decode the %s file: %w", in.Format, err)
+		return nil, File{}, fmt.Errorf("decode the %s file: %w", in.Format, err)
 	}
 	if out.Lorebook, err = marshalNoEscape(obj); err != nil {
-		return nil, err
+		return nil, File{}, err
 	}
-	c.Content = []mcp.Content{mcp.NewTextContent(string(file))}
-	return marshalNoEscape(out)
+	res, err := marshalNoEscape(out)
+	if err != nil {
+		return nil, File{}, err
+	}
+	return res, File{Text: string(file)}, nil
 }

@@ -1,4 +1,4 @@
-package tools
+package tavernsync
 
 import (
 	"bytes"
@@ -14,19 +14,14 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
-// AsideKey names a record of the kept-aside store: card service (API base URL), user (userId from
-// GET /me), and the card (aside.KindCard, roleId), worldbook (aside.KindWorldbook, worldbookId) or
-// trial (aside.KindTrial, clientKey) it belongs to.
-type AsideKey = aside.Key
-
 // AsideStore keeps what the card service has no field for (tavern.Card.Leftovers: extension data,
 // the creator, lorebook settings, each entry's extra fields) beside the card, so that
 // import_tavern_card followed by export_tavern_card loses nothing. The service cannot hold it, so
 // it lives with the MCP server: a file per key under the user's config dir for stdio and the
 // command line (package aside), in memory otherwise. Records are JSON.
 type AsideStore interface {
-	Get(ctx context.Context, key AsideKey) (data []byte, ok bool, err error)
-	Put(ctx context.Context, key AsideKey, data []byte) error
+	Get(ctx context.Context, key aside.Key) (data []byte, ok bool, err error)
+	Put(ctx context.Context, key aside.Key, data []byte) error
 }
 
 // recordVersion is the version of the records below; a newer one is not read.
@@ -117,21 +112,21 @@ func asideKeysFor(ctx context.Context, c *upstream.Client) (asideKeys, error) {
 	return asideKeys{base: c.BaseURL(), user: me.UserID}, nil
 }
 
-func (k asideKeys) card(roleID string) AsideKey {
-	return AsideKey{BaseURL: k.base, UserID: k.user, Kind: aside.KindCard, ID: roleID}
+func (k asideKeys) card(roleID string) aside.Key {
+	return aside.Key{BaseURL: k.base, UserID: k.user, Kind: aside.KindCard, ID: roleID}
 }
 
-func (k asideKeys) worldbook(id string) AsideKey {
-	return AsideKey{BaseURL: k.base, UserID: k.user, Kind: aside.KindWorldbook, ID: id}
+func (k asideKeys) worldbook(id string) aside.Key {
+	return aside.Key{BaseURL: k.base, UserID: k.user, Kind: aside.KindWorldbook, ID: id}
 }
 
-func (k asideKeys) trial(clientKey string) AsideKey {
-	return AsideKey{BaseURL: k.base, UserID: k.user, Kind: aside.KindTrial, ID: clientKey}
+func (k asideKeys) trial(clientKey string) aside.Key {
+	return aside.Key{BaseURL: k.base, UserID: k.user, Kind: aside.KindTrial, ID: clientKey}
 }
 
 // loadRecord reads a record into v; ok is false when there is none. Numbers are kept exact, so
 // that extension values are written back exactly as they came.
-func loadRecord(ctx context.Context, s AsideStore, key AsideKey, v any) (bool, error) {
+func loadRecord(ctx context.Context, s AsideStore, key aside.Key, v any) (bool, error) {
 	data, ok, err := s.Get(ctx, key)
 	if err != nil || !ok {
 		return false, err
@@ -152,7 +147,7 @@ func loadRecord(ctx context.Context, s AsideStore, key AsideKey, v any) (bool, e
 }
 
 // saveRecord writes a record.
-func saveRecord(ctx context.Context, s AsideStore, key AsideKey, v any) error {
+func saveRecord(ctx context.Context, s AsideStore, key aside.Key, v any) error {
 	data, err := marshalNoEscape(v)
 	if err != nil {
 		return fmt.Errorf("kept-aside record of %s: %w", key, err)
@@ -249,4 +244,33 @@ func unionSorted(lists ...[]string) []string {
 		out = []string{}
 	}
 	return out
+}
+
+// KeptWorldbook is what an import kept aside for a worldbook: the lorebook's own fields and each
+// imported entry's extensions.
+type KeptWorldbook struct {
+	Book    map[string]any            // scan_depth, token_budget, extensions, ...
+	Entries map[string]map[string]any // each entry's Extensions, by entryId
+}
+
+// LoadKeptWorldbook reads what was kept aside for worldbook id of the user signed in to client;
+// ok is false when nothing was. The card service's errors are returned as they are.
+func LoadKeptWorldbook(ctx context.Context, client *upstream.Client, store AsideStore, id string) (kept KeptWorldbook, ok bool, err error) {
+	keys, err := asideKeysFor(ctx, client)
+	if err != nil {
+		return KeptWorldbook{}, false, err
+	}
+	var rec worldbookRecord
+	found, err := loadRecord(ctx, store, keys.worldbook(id), &rec)
+	if err != nil {
+		return KeptWorldbook{}, false, fmt.Errorf("read the SillyTavern fields of worldbook %s: %w", id, err)
+	}
+	if !found {
+		return KeptWorldbook{}, false, nil
+	}
+	kept = KeptWorldbook{Book: rec.Book, Entries: make(map[string]map[string]any, len(rec.Entries))}
+	for id, a := range rec.Entries {
+		kept.Entries[id] = a.Extensions
+	}
+	return kept, true, nil
 }
