@@ -337,3 +337,11 @@ func effectEntry(i int, t triggerEffect, byID map[string]int, n int) (int, error
 	}
 	return *t.Index, nil
 }
+
+// nonNilStrings returns s, or an empty list for nil.
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

@@ -73,7 +73,8 @@ type File struct {
 // ExportCard exports a card, its document and its bound worldbooks as a Character Card V3
 // JSON, PNG or CHARX file, restoring what an import kept aside and naming what it could not; it
 // returns export_tavern_card's result object and the file.
-func ExportCard(ctx context.Context, c Env, in ExportCardArgs) (_ json.RawMessage, f File, _ error) {
+func ExportCard(ctx context.Context, c Env, in ExportCardArgs) (json.RawMessage, File, error) {
+	var f File
 	if in.Format == "" {
 		in.Format = formatJSON
 	}

@@ -45,6 +45,7 @@ type Failure struct {
 	Detail    map[string]any
 }
 
+// Error returns the code and the message.
 func (f *Failure) Error() string { return f.Code + ": " + f.Message }
 
 // Envelope returns the failure as the error envelope {error, message, retryable, detail?}.
