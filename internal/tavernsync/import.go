@@ -114,7 +114,7 @@ func (r *cardImport) fail(ctx context.Context, err error) error {
 	if r.roleID == "" {
 		return err
 	}
-	env, code, internal := r.c.Outcome(ctx, err)
+	env, code, internal := r.c.outcome(ctx, err)
 	if internal {
 		r.c.Log.LogAttrs(ctx, slog.LevelError, "tavern import step failed", slog.String("step", r.steps.doing), slog.String("err", err.Error()))
 	}

@@ -7,6 +7,7 @@ package tavernsync
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -26,8 +27,26 @@ type Env struct {
 	Progress Progress     // never nil
 	Log      *slog.Logger // never nil; never log card text or tokens
 	// Outcome classifies a failed step's error as the caller reports it: the error envelope, its
-	// code, and whether it is a defect of ours (logged) rather than the caller's to act on.
+	// code, and whether it is a defect of ours (logged) rather than the caller's to act on. Nil
+	// takes a Failure's and the card service's envelopes as they are, and anything else as internal.
 	Outcome func(ctx context.Context, err error) (env map[string]any, code string, internal bool)
+}
+
+// outcome classifies err with Outcome, or as Outcome's doc says when it is nil.
+func (c Env) outcome(ctx context.Context, err error) (env map[string]any, code string, internal bool) {
+	if c.Outcome != nil {
+		return c.Outcome(ctx, err)
+	}
+	var f *Failure
+	var apiErr *upstream.Error
+	switch {
+	case errors.As(err, &f):
+		return f.Envelope(), f.Code, false
+	case errors.As(err, &apiErr):
+		return apiErr.Envelope(), apiErr.Code, false
+	}
+	f = &Failure{Code: "internal", Message: "cardwriter-mcp could not complete the call because of an internal error (details are in its log)."}
+	return f.Envelope(), f.Code, true
 }
 
 // Progress receives an import's or export's steps: done of total are complete, with a short

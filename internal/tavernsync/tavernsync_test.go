@@ -108,3 +108,21 @@ func TestFailureEnvelope(t *testing.T) {
 		t.Fatal("an envelope without detail has one")
 	}
 }
+
+func TestOutcomeWithoutTheCallersClassification(t *testing.T) {
+	ctx := context.Background()
+	if _, code, internal := (Env{}).outcome(ctx, &Failure{Code: CodeConflict}); code != CodeConflict || internal {
+		t.Errorf("a Failure: %s, internal %v", code, internal)
+	}
+	if _, code, internal := (Env{}).outcome(ctx, &upstream.Error{Code: "not_found", Status: 404}); code != "not_found" || internal {
+		t.Errorf("an upstream error: %s, internal %v", code, internal)
+	}
+	if _, code, internal := (Env{}).outcome(ctx, errors.New("boom")); code != "internal" || !internal {
+		t.Errorf("another error: %s, internal %v", code, internal)
+	}
+	called := false
+	env := Env{Outcome: func(context.Context, error) (map[string]any, string, bool) { called = true; return nil, "x", false }}
+	if _, code, _ := env.outcome(ctx, errors.New("boom")); code != "x" || !called {
+		t.Errorf("the caller's classification was not used: %s", code)
+	}
+}

@@ -125,7 +125,7 @@ func ImportWorldbook(ctx context.Context, c Env, in ImportWorldbookArgs) (json.R
 	w := &entryWriter{c: c, worldbookID: out.WorldbookID, roleID: in.RoleID, format: out.Format,
 		rec: &rec, key: keys.worldbook(out.WorldbookID), steps: st}
 	if err := w.write(ctx, book.Entries); err != nil {
-		env, code, internal := c.Outcome(ctx, err)
+		env, code, internal := c.outcome(ctx, err)
 		if internal {
 			c.Log.LogAttrs(ctx, slog.LevelError, "lorebook import step failed", slog.String("step", st.doing), slog.String("err", err.Error()))
 		}
