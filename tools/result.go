@@ -169,14 +169,3 @@ func withIdempotencyKey(t *Tool, body json.RawMessage) json.RawMessage {
 	}
 	return append(out, rest...)
 }
-
-// marshalNoEscape encodes v as JSON without escaping <, > and &.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+
 	"github.com/cardwriter/cardwriter-mcp/internal/review"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
@@ -91,7 +93,7 @@ func reviewCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	return marshalNoEscape(report)
+	return jsontext.Marshal(report)
 }
 
 // tavernEntries turns stored entries into the simulator's.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
@@ -246,7 +248,7 @@ func testWorldbookTriggers(ctx context.Context, c *Call) (json.RawMessage, error
 		}
 		out.TimedEffects = append(out.TimedEffects, triggerEffect{EntryID: entries[idx].EntryID, Index: &idx, Type: t.Type, Start: t.Start, End: t.End, Protected: t.Protected})
 	}
-	return marshalNoEscape(out)
+	return jsontext.Marshal(out)
 }
 
 // storedTriggerEntries reads a worldbook's entries and, for a tavern worldbook imported from a

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
 )
 
 // cardText maps the V2/V3 text fields held as document sections to the service's section names.
@@ -363,5 +365,5 @@ func writeCompactCard(c *Card, spec string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return marshalNoEscape(o)
+	return jsontext.Marshal(o)
 }

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
 )
 
 // MaxInputSize is the largest input Read and ReadBook accept, and the largest size any compressed
@@ -330,13 +332,13 @@ func (o *obj) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		kb, err := marshalNoEscape(k)
+		kb, err := jsontext.Marshal(k)
 		if err != nil {
 			return nil, err
 		}
 		buf.Write(kb)
 		buf.WriteByte(':')
-		vb, err := marshalNoEscape(o.vals[k])
+		vb, err := jsontext.Marshal(o.vals[k])
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}
@@ -346,20 +348,9 @@ func (o *obj) MarshalJSON() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// marshalNoEscape marshals v without escaping <, > and & so exported text stays readable.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
 // encodeIndented renders v as indented JSON without HTML escaping, ending in a newline.
 func encodeIndented(v any) ([]byte, error) {
-	raw, err := marshalNoEscape(v)
+	raw, err := jsontext.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

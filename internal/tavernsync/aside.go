@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
@@ -148,7 +150,7 @@ func loadRecord(ctx context.Context, s AsideStore, key aside.Key, v any) (bool, 
 
 // saveRecord writes a record.
 func saveRecord(ctx context.Context, s AsideStore, key aside.Key, v any) error {
-	data, err := marshalNoEscape(v)
+	data, err := jsontext.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("kept-aside record of %s: %w", key, err)
 	}
@@ -156,17 +158,6 @@ func saveRecord(ctx context.Context, s AsideStore, key aside.Key, v any) error {
 		return fmt.Errorf("keep aside for %s: %w", key, err)
 	}
 	return nil
-}
-
-// marshalNoEscape encodes v as JSON without escaping <, > and &.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Names of what is kept aside, as the V3 file names it.

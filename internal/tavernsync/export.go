@@ -8,6 +8,8 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
@@ -166,19 +168,19 @@ func ExportCard(ctx context.Context, c Env, in ExportCardArgs) (json.RawMessage,
 	if err != nil {
 		return nil, File{}, fmt.Errorf("decode the V3 card: %w", err)
 	}
-	if out.Card, err = marshalNoEscape(obj); err != nil {
+	if out.Card, err = jsontext.Marshal(obj); err != nil {
 		return nil, File{}, err
 	}
 	switch in.Format {
 	case formatJSON:
 		f = File{Text: string(v3)}
-		res, err := marshalNoEscape(out)
+		res, err := jsontext.Marshal(out)
 		return res, f, err
 	case formatCHARX:
 		out.DataBase64 = base64.StdEncoding.EncodeToString(file)
 		out.MimeType = charxMIME
 		f = File{URI: "cardwriter://export/" + card.RoleID + ".charx", MIMEType: charxMIME, DataBase64: out.DataBase64}
-		res, err := marshalNoEscape(out)
+		res, err := jsontext.Marshal(out)
 		return res, f, err
 	}
 
@@ -203,7 +205,7 @@ func ExportCard(ctx context.Context, c Env, in ExportCardArgs) (json.RawMessage,
 	out.DataBase64 = base64.StdEncoding.EncodeToString(png)
 	out.MimeType = "image/png"
 	f = File{DataBase64: out.DataBase64, MIMEType: out.MimeType}
-	res, err := marshalNoEscape(out)
+	res, err := jsontext.Marshal(out)
 	return res, f, err
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
@@ -76,10 +78,10 @@ func ExportWorldbook(ctx context.Context, c Env, in ExportWorldbookArgs) (json.R
 	if err != nil {
 		return nil, File{}, fmt.Errorf("decode the %s file: %w", in.Format, err)
 	}
-	if out.Lorebook, err = marshalNoEscape(obj); err != nil {
+	if out.Lorebook, err = jsontext.Marshal(obj); err != nil {
 		return nil, File{}, err
 	}
-	res, err := marshalNoEscape(out)
+	res, err := jsontext.Marshal(out)
 	if err != nil {
 		return nil, File{}, err
 	}
