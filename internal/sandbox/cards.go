@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
 
@@ -156,7 +158,7 @@ func (s *Service) createCard(rq *request) (int, any, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		canon, err := marshalJSON(inst)
+		canon, err := jsontext.Marshal(inst)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -21,6 +21,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+
 	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
@@ -365,7 +367,7 @@ func (s *Service) writeOAuthError(w http.ResponseWriter, op string, status int, 
 // writeOAuthJSON writes an OAuth JSON response; with CheckResponses it must match what the contract
 // documents for op and status (op "": the ProtectedResourceMetadata or OAuthError schema).
 func (s *Service) writeOAuthJSON(w http.ResponseWriter, op string, status int, v any) int {
-	data, err := marshalJSON(v)
+	data, err := jsontext.Marshal(v)
 	if err != nil {
 		s.log.Error("sandbox: encode oauth response", "op", op, "err", err)
 		status, data = http.StatusInternalServerError, []byte(`{"error":"server_error"}`)
@@ -378,7 +380,7 @@ func (s *Service) writeOAuthJSON(w http.ResponseWriter, op string, status int, v
 			}
 			s.log.Error("sandbox: oauth response does not match the contract", "op", op, "status", status, "problems", locs)
 			status = http.StatusInternalServerError
-			data, _ = marshalJSON(&oauthserver.Error{Code: "server_error", Description: "The sandbox produced a response that does not match the contract: " + strings.Join(locs, "; ")})
+			data, _ = jsontext.Marshal(&oauthserver.Error{Code: "server_error", Description: "The sandbox produced a response that does not match the contract: " + strings.Join(locs, "; ")})
 		}
 	}
 	oauthserver.WriteJSON(w, status, data)

@@ -1,31 +1,21 @@
 package sandbox
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
 
-// marshalJSON encodes v without HTML escaping and without the trailing newline.
-func marshalJSON(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
-}
-
 // writeError writes the error envelope; op is nil outside any operation.
 func (s *Service) writeError(w http.ResponseWriter, op *schema.Operation, e *apiError) int {
-	data, err := marshalJSON(e.envelope())
+	data, err := jsontext.Marshal(e.envelope())
 	if err != nil { // a detail the encoder refuses: drop it
-		data, _ = marshalJSON(envelope{Error: e.code, Message: e.message, Retryable: e.status() >= 500})
+		data, _ = jsontext.Marshal(envelope{Error: e.code, Message: e.message, Retryable: e.status() >= 500})
 	}
 	return s.writeJSON(w, op, e.status(), data)
 }
@@ -47,7 +37,7 @@ func (s *Service) writeJSON(w http.ResponseWriter, op *schema.Operation, status 
 			e.message = "The sandbox produced a response that does not match the contract."
 			e.detail = map[string]any{"status": status, "problems": problems}
 			status = e.status()
-			data, _ = marshalJSON(e.envelope())
+			data, _ = jsontext.Marshal(e.envelope())
 		}
 	}
 	h := w.Header()

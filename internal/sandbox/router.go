@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
 
@@ -294,7 +296,7 @@ func (s *Service) run(rt *route, rq *request) (status int, data []byte, aerr *ap
 	if status == 0 {
 		status = rt.op.SuccessStatus()
 	}
-	data, err = marshalJSON(body)
+	data, err = jsontext.Marshal(body)
 	if err != nil {
 		s.log.Error("sandbox: encode response", "op", rt.op.ID, "err", err)
 		return 0, nil, errInternal()

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
 )
 
 // trialFields are the six card fields a trial summary digests, in the order changed lists them.
@@ -53,7 +55,7 @@ func (c *trialCard) digests() (map[string]string, error) {
 // JSON (RFC 8785): marshalJSON sorts the keys and writes no whitespace and no HTML escapes, but
 // escapes U+2028 and U+2029, which canonical JSON writes as they are.
 func canonicalJSON(v any) ([]byte, error) {
-	data, err := marshalJSON(v)
+	data, err := jsontext.Marshal(v)
 	if err != nil || !bytes.Contains(data, []byte(`\u202`)) {
 		return data, err
 	}
