@@ -13,7 +13,6 @@ package sandbox
 
 import (
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -406,18 +405,7 @@ func checkOAuthResponse(op string, status int, data []byte) []schema.Problem {
 		}
 		ptr = resp.Schema
 	}
-	v, err := schema.Compile(ptr)
-	if err != nil {
-		return []schema.Problem{{InstanceLocation: "/", Message: err.Error()}}
-	}
-	if err := v.ValidateJSON(data); err != nil {
-		var ve *schema.ValidationError
-		if errors.As(err, &ve) {
-			return ve.Problems
-		}
-		return []schema.Problem{{InstanceLocation: "/", Message: err.Error()}}
-	}
-	return nil
+	return validateAgainst(ptr, data)
 }
 
 // ---- Registration (RFC 7591) ----

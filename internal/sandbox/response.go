@@ -62,6 +62,20 @@ func checkResponse(op *schema.Operation, status int, data []byte) []schema.Probl
 		}
 		ptr = resp.Schema
 	}
+	if problems := validateAgainst(ptr, data); problems != nil {
+		return problems
+	}
+	if status >= 400 {
+		var env envelope
+		if json.Unmarshal(data, &env) != nil || statusOf[env.Error] != status && status < 500 {
+			return []schema.Problem{{InstanceLocation: "/error", Message: fmt.Sprintf("code does not match status %d", status)}}
+		}
+	}
+	return nil
+}
+
+// validateAgainst validates data against the contract's schema at ptr; nil means it conforms.
+func validateAgainst(ptr string, data []byte) []schema.Problem {
 	v, err := schema.Compile(ptr)
 	if err != nil {
 		return []schema.Problem{{InstanceLocation: "/", Message: err.Error()}}
@@ -72,12 +86,6 @@ func checkResponse(op *schema.Operation, status int, data []byte) []schema.Probl
 			return ve.Problems
 		}
 		return []schema.Problem{{InstanceLocation: "/", Message: err.Error()}}
-	}
-	if status >= 400 {
-		var env envelope
-		if json.Unmarshal(data, &env) != nil || statusOf[env.Error] != status && status < 500 {
-			return []schema.Problem{{InstanceLocation: "/error", Message: fmt.Sprintf("code does not match status %d", status)}}
-		}
 	}
 	return nil
 }
