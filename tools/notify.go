@@ -3,16 +3,30 @@ package tools
 import (
 	"context"
 	"errors"
-	"sync/atomic"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// Notifier writes one notification to the client at once, before the call that sent it goes
-// on (see Options.Notifier); it returns ErrIndirect to leave a notification to mcp-go.
-type Notifier func(ctx context.Context, n mcp.JSONRPCNotification) error
+// Notifier writes a call's notifications to the client at once, before the call that sent them
+// goes on (see Options.Notifier).
+type Notifier interface {
+	// Notify writes one notification; it returns ErrIndirect to leave it to mcp-go.
+	Notify(ctx context.Context, n mcp.JSONRPCNotification) error
+	// Settle returns when a response written next cannot reach the client in the same read as
+	// the notifications written so far (stdio: once the client has read them), or when ctx ends.
+	Settle(ctx context.Context)
+}
+
+// NotifierFunc is a Notifier whose notifications need no settling (HTTP, where they are written
+// to a stream of their own or ahead of the response in its body).
+type NotifierFunc func(ctx context.Context, n mcp.JSONRPCNotification) error
+
+// Notify calls f.
+func (f NotifierFunc) Notify(ctx context.Context, n mcp.JSONRPCNotification) error { return f(ctx, n) }
+
+// Settle returns at once.
+func (NotifierFunc) Settle(context.Context) {}
 
 // ErrIndirect, returned by a Notifier, sends the notification through mcp-go instead.
 var ErrIndirect = errors.New("tools: not written directly")
@@ -27,43 +41,25 @@ var ErrIndirect = errors.New("tools: not written directly")
 // one (HTTP, where mcp-go writes a request's notifications ahead of its response) they go
 // through mcp-go's queue.
 //
-// The official TypeScript SDK runs notification handlers a microtask after the message is read
-// but handles a response at once: a progress notification read in the same chunk as its call's
-// response finds its handler already gone, and is dropped. So with a direct Notifier, a call's
-// response waits until noteGap after the last notification (settle): they then arrive in
-// separate reads. Only calls that sent a notification wait.
+// The official TypeScript SDK runs notification handlers a microtask after the chunk they were
+// read in but handles a response at once: a progress notification read in the same chunk as its
+// call's response finds its handler already gone, and is dropped. So every call's response
+// waits for the direct Notifier's Settle (settle): over stdio, until the client has read the
+// notifications written (cmd/cardwriter-mcp, stdoutWriter.Settle).
 type notifier struct {
 	direct Notifier
-	last   *atomic.Int64 // with direct: when the last notification was written (UnixNano)
 }
-
-// noteGap is how long after the last notification written a response waits (direct only).
-// 3 ms held on an idle machine, but with two test files and their servers on 2 cores the
-// client's event loop was sometimes busier than that, read the progress notification and the
-// response in one chunk and dropped the notification (the hosts suite, 2 of about 8 runs);
-// 20 ms leaves room for that and costs only calls that sent a notification.
-const noteGap = 20 * time.Millisecond
 
 // newNotifier returns the notifier of a server; direct may be nil.
 func newNotifier(direct Notifier) notifier {
-	return notifier{direct: direct, last: new(atomic.Int64)}
+	return notifier{direct: direct}
 }
 
-// settle waits, with a direct Notifier, until noteGap has passed since the last notification
-// was written; it returns at once when none was written that recently.
+// settle returns when the call's response may be written (see Notifier.Settle): at once
+// without a direct Notifier.
 func (n notifier) settle(ctx context.Context) {
-	if n.direct == nil {
-		return
-	}
-	wait := time.Duration(n.last.Load() + int64(noteGap) - time.Now().UnixNano())
-	if wait <= 0 {
-		return
-	}
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-t.C:
-	case <-ctx.Done():
+	if n.direct != nil {
+		n.direct.Settle(ctx)
 	}
 }
 
@@ -79,14 +75,13 @@ func (n notifier) send(ctx context.Context, method string, params map[string]any
 	if cs := server.ClientSessionFromContext(ctx); cs == nil || !cs.Initialized() {
 		return server.ErrNotificationNotInitialized
 	}
-	err := n.direct(ctx, mcp.JSONRPCNotification{
+	err := n.direct.Notify(ctx, mcp.JSONRPCNotification{
 		JSONRPC:      mcp.JSONRPC_VERSION,
 		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}},
 	})
 	if errors.Is(err, ErrIndirect) {
 		return srv.SendNotificationToClient(ctx, method, params)
 	}
-	n.last.Store(time.Now().UnixNano())
 	return err
 }
 

@@ -45,7 +45,8 @@ type Options struct {
 	// own machine); nil refuses source.path (HTTP).
 	LocalFiles *LocalFiles
 	// Notifier, when set, writes the calls' progress and log notifications to the client at
-	// once, in order with the responses (stdio); nil queues them with mcp-go (HTTP).
+	// once, in order with the responses, and each response waits for its Settle (stdio); nil
+	// queues them with mcp-go.
 	Notifier Notifier
 	// Calls, when set, counts the calls under way (see Calls.Wait).
 	Calls *Calls

@@ -177,12 +177,12 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	f.hooks = &server.Hooks{}
 	sess.Hooks(f.hooks)
 	// Calls under 2026-07-28 have their notifications written to their response by the gate.
-	f.notifier = func(ctx context.Context, n mcp.JSONRPCNotification) error {
+	f.notifier = tools.NotifierFunc(func(ctx context.Context, n mcp.JSONRPCNotification) error {
 		if ok, err := sess.Notify(ctx, n); ok {
 			return err
 		}
 		return tools.ErrIndirect
-	}
+	})
 	b, err := f.newBackend(stderr, base)
 	if err != nil {
 		return err

@@ -44,7 +44,8 @@ type serverFlags struct {
 
 	// tavern configures the tavern toolset (kept-aside store, local files); see import.go.
 	tavern tavernConfig
-	// notifier (stdio) writes the calls' notifications in order with the responses.
+	// notifier writes the calls' notifications in order with the responses (stdio; HTTP under
+	// 2026-07-28, into the response).
 	notifier tools.Notifier
 	// calls (stdio) counts the calls under way, which the end of the input waits for.
 	calls *tools.Calls

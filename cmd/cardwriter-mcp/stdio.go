@@ -9,11 +9,13 @@ import (
 	"log"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/unread"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 )
 
@@ -38,8 +40,8 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer stopTracing()
 	f.tracer = tp
-	out := &lineWriter{w: stdout}
-	f.notifier = out.notify
+	out := newLineWriter(stdout)
+	f.notifier = out
 	f.calls = &tools.Calls{}
 	b, err := f.newBackend(stderr, "")
 	if err != nil {
@@ -83,9 +85,43 @@ func (d *drainingReader) Read(p []byte) (int, error) {
 // lineWriter is stdout shared by mcp-go's stdio server (responses, requests to the client) and
 // the tools' notifier, which writes a call's notifications at once so that they precede its
 // response (tools.Options.Notifier). Every Write is one whole JSON-RPC line, kept whole.
+//
+// It is also the one place that decides when a response may follow the notifications written
+// (Settle): the official TypeScript SDK drops a progress notification read in the same chunk as
+// its call's response (tools/notify.go). Where the kernel tells how much of stdout the client
+// has not read (Linux: a pipe, or the Unix socket pair Node.js hosts spawn servers with), the
+// response waits until the client has read it all; elsewhere (a file, macOS, Windows) it waits
+// noteGap after the last notification, a guess that held on a loaded machine but not always.
 type lineWriter struct {
-	mu sync.Mutex
-	w  io.Writer
+	mu   sync.Mutex
+	w    io.Writer
+	file *os.File // w, when the kernel can tell how much of it is unread
+
+	// noted is when the last notification was written (UnixNano), or 0 since the client was
+	// last seen to have read all of stdout.
+	noted atomic.Int64
+}
+
+const (
+	// readCap bounds how long a response waits for the client to read the notifications before
+	// it: a client that stops reading stdout is answered anyway.
+	readCap = 3 * time.Second
+	// noteGap is how long a response waits after the last notification where the kernel cannot
+	// tell whether the client has read it. 3 ms held on an idle machine; under load (the hosts
+	// suite with two servers on 2 cores) the client's event loop was sometimes busier than
+	// that and read the progress and the response in one chunk.
+	noteGap = 20 * time.Millisecond
+)
+
+// newLineWriter returns the writer of stdout w.
+func newLineWriter(w io.Writer) *lineWriter {
+	l := &lineWriter{w: w}
+	if f, ok := w.(*os.File); ok {
+		if _, err := unread.Bytes(f); err == nil {
+			l.file = f
+		}
+	}
+	return l
 }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
@@ -94,12 +130,41 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// notify writes one notification as a line.
-func (l *lineWriter) notify(_ context.Context, n mcp.JSONRPCNotification) error {
+// Notify writes one notification as a line.
+func (l *lineWriter) Notify(_ context.Context, n mcp.JSONRPCNotification) error {
 	data, err := json.Marshal(n)
 	if err != nil {
 		return fmt.Errorf("encode notification %s: %w", n.Method, err)
 	}
 	_, err = l.Write(append(data, '\n'))
+	l.noted.Store(time.Now().UnixNano())
 	return err
+}
+
+// Settle returns once the client has read the notifications written (at most readCap), or
+// noteGap after the last one where that cannot be told; at once when none is pending.
+func (l *lineWriter) Settle(ctx context.Context) {
+	at := l.noted.Load()
+	if at == 0 {
+		return
+	}
+	if l.file != nil {
+		err := unread.Wait(ctx, l.file, readCap)
+		if err == nil {
+			l.noted.CompareAndSwap(at, 0) // unless another was written meanwhile
+		}
+		if !errors.Is(err, unread.ErrUnsupported) {
+			return
+		}
+	}
+	wait := time.Duration(at + int64(noteGap) - time.Now().UnixNano())
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
 }
