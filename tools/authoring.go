@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 )
 
 // authoringTools is the authoring toolset: creating a card, writing its parts, validating and
@@ -156,7 +158,7 @@ func authoringTools() []Tool {
 			Operation:   "listCardAssets",
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("Card %s has %s on its author page.", str(out, "roleId"), plural(int64(len(list(out, "images"))), "image", "images"))
+				return fmt.Sprintf("Card %s has %s on its author page.", str(out, "roleId"), phrase.Count(int64(len(list(out, "images"))), "image", "images"))
 			},
 		},
 	}
@@ -175,10 +177,10 @@ func summarizeReport(out map[string]any) string {
 		}
 	}
 	if boolean(out, "ready") {
-		return fmt.Sprintf("Card %s is ready to publish (%s).", str(out, "roleId"), plural(warns, "warning", "warnings"))
+		return fmt.Sprintf("Card %s is ready to publish (%s).", str(out, "roleId"), phrase.Count(warns, "warning", "warnings"))
 	}
 	return fmt.Sprintf("Card %s is not ready to publish: %s, %s.", str(out, "roleId"),
-		plural(errs, "error", "errors"), plural(warns, "warning", "warnings"))
+		phrase.Count(errs, "error", "errors"), phrase.Count(warns, "warning", "warnings"))
 }
 
 // publishCard validates the card first and submits it only when the report is ready, so that

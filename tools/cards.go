@@ -1,6 +1,10 @@
 package tools
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
+)
 
 // cardTools is the cards toolset: reading a card and the signed-in identity.
 func cardTools() []Tool {
@@ -24,8 +28,8 @@ func cardTools() []Tool {
 				}
 				return fmt.Sprintf("Card %s %s (%s, %s): %s, %s, %s.", str(out, "roleId"), quoted(str(out, "roleName")),
 					str(out, "roleVisibility"), str(out, "reviewStatus"), first,
-					plural(int64(len(list(out, "welcomeAlternates"))), "alternate first message", "alternate first messages"),
-					plural(int64(len(list(out, "prologue"))), "prologue line", "prologue lines"))
+					phrase.Count(int64(len(list(out, "welcomeAlternates"))), "alternate first message", "alternate first messages"),
+					phrase.Count(int64(len(list(out, "prologue"))), "prologue line", "prologue lines"))
 			},
 		},
 		{

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/review"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
@@ -39,7 +40,7 @@ func reviewTool() Tool {
 			}
 			tokens := obj(out, "tokens")
 			return fmt.Sprintf("Card %s: %s, %s, %s; %d tokens, %d with every message (%s).", str(out, "roleId"),
-				plural(counts["error"], "error", "errors"), plural(counts["warning"], "warning", "warnings"), plural(counts["info"], "note", "notes"),
+				phrase.Count(counts["error"], "error", "errors"), phrase.Count(counts["warning"], "warning", "warnings"), phrase.Count(counts["info"], "note", "notes"),
 				num(tokens, "total"), num(tokens, "permanent"), str(out, "encoding"))
 		},
 	}

@@ -49,14 +49,6 @@ func boolean(m map[string]any, key string) bool {
 	return b
 }
 
-// plural renders "1 entry" / "2 entries" given the singular and plural forms.
-func plural(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
 // quoted renders a name in double quotes, cut to 60 characters.
 func quoted(s string) string {
 	r := []rune(s)
@@ -83,12 +75,4 @@ func joinOr(l []string, none string) string {
 		return none
 	}
 	return strings.Join(l, ", ")
-}
-
-// either returns one when cond holds, else other.
-func either(cond bool, one, other string) string {
-	if cond {
-		return one
-	}
-	return other
 }

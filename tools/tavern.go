@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 )
 
@@ -81,11 +82,11 @@ func tavernTools() []Tool {
 					for _, w := range wbs {
 						n += num(w.(map[string]any), "entries")
 					}
-					s += fmt.Sprintf(" with %s from %s", plural(n, "lorebook entry", "lorebook entries"), plural(int64(len(wbs)), "worldbook", "worldbooks"))
+					s += fmt.Sprintf(" with %s from %s", phrase.Count(n, "lorebook entry", "lorebook entries"), phrase.Count(int64(len(wbs)), "worldbook", "worldbooks"))
 				}
 				s += restoredSummary(out)
 				if k := list(out, "droppedAssets"); len(k) > 0 {
-					s += fmt.Sprintf("; %s left out (droppedAssets)", plural(int64(len(k)), "embedded asset", "embedded assets"))
+					s += fmt.Sprintf("; %s left out (droppedAssets)", phrase.Count(int64(len(k)), "embedded asset", "embedded assets"))
 				}
 				if str(out, "avatar") == "placeholder" {
 					s += "; placeholder image"
@@ -110,8 +111,8 @@ func tavernTools() []Tool {
 			Handler:     exportTavernWorldbook,
 			Summary: func(out map[string]any) string {
 				s := fmt.Sprintf("Exported worldbook %s %s as %s with %s", str(out, "worldbookId"), quoted(str(out, "name")),
-					either(str(out, "format") == tavernsync.FormatLorebookV3, "a lorebook_v3 file", "a SillyTavern World Info file"),
-					plural(num(out, "entries"), "entry", "entries"))
+					phrase.Either(str(out, "format") == tavernsync.FormatLorebookV3, "a lorebook_v3 file", "a SillyTavern World Info file"),
+					phrase.Count(num(out, "entries"), "entry", "entries"))
 				s += restoredSummary(out)
 				return s + "."
 			},
@@ -143,12 +144,12 @@ func tavernTools() []Tool {
 				} else {
 					verb += " to worldbook " + str(out, "worldbookId") + ":"
 				}
-				s := fmt.Sprintf("%s %s", verb, plural(num(out, "entryCount"), "entry", "entries"))
+				s := fmt.Sprintf("%s %s", verb, phrase.Count(num(out, "entryCount"), "entry", "entries"))
 				if boolean(out, "bound") {
 					s += ", bound to card " + str(out, "roleId")
 				}
 				if k := list(out, "keptAside"); len(k) > 0 {
-					s += fmt.Sprintf("; kept aside: %s", plural(int64(len(k)), "field", "fields"))
+					s += fmt.Sprintf("; kept aside: %s", phrase.Count(int64(len(k)), "field", "fields"))
 				}
 				return s + "."
 			},
@@ -171,9 +172,9 @@ func summarizeCardImport(out map[string]any) string {
 		}
 	}
 	if wb := str(out, "worldbookId"); wb != "" {
-		s += fmt.Sprintf("; worldbook %s with %s bound to it", wb, plural(num(out, "entryCount"), "entry", "entries"))
+		s += fmt.Sprintf("; worldbook %s with %s bound to it", wb, phrase.Count(num(out, "entryCount"), "entry", "entries"))
 	} else if n := num(out, "entryCount"); n > 0 {
-		s += fmt.Sprintf(" with %s", plural(n, "worldbook entry", "worldbook entries"))
+		s += fmt.Sprintf(" with %s", phrase.Count(n, "worldbook entry", "worldbook entries"))
 	}
 	if id := str(out, "avatarImageId"); id != "" {
 		s += "; avatar " + id
@@ -193,10 +194,10 @@ func summarizeCardImport(out map[string]any) string {
 func restoredSummary(out map[string]any) string {
 	var s string
 	if k := list(out, "keptAsideRestored"); len(k) > 0 {
-		s += fmt.Sprintf("; restored %s kept aside at import", plural(int64(len(k)), "field", "fields"))
+		s += fmt.Sprintf("; restored %s kept aside at import", phrase.Count(int64(len(k)), "field", "fields"))
 	}
 	if k := list(out, "notRestored"); len(k) > 0 {
-		s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored)", plural(int64(len(k)), "field", "fields"))
+		s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored)", phrase.Count(int64(len(k)), "field", "fields"))
 	}
 	return s
 }

@@ -5,7 +5,6 @@ package tools
 
 import (
 	"bytes"
-	"fmt"
 	"testing"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
@@ -18,6 +17,8 @@ var (
 	mustJSON  = taverntest.MustJSON
 	show      = taverntest.Show
 	diffField = taverntest.Diff
+	// compareBooks compares two lorebooks field by field.
+	compareBooks = taverntest.DiffFields[*tavern.Book]
 )
 
 // v2CardWithShip is taverntest.V2Card with a third lorebook entry: constant, disabled, with a
@@ -87,39 +88,5 @@ func compareCards(t testing.TB, want, got *tavern.Card, withAvatar bool) {
 	compareBooks(t, "Book", want.Book, got.Book)
 	if withAvatar && !bytes.Equal(want.Avatar, got.Avatar) {
 		t.Errorf("Avatar: want %d bytes, got %d bytes", len(want.Avatar), len(got.Avatar))
-	}
-}
-
-// compareBooks compares two lorebooks field by field.
-func compareBooks(t testing.TB, name string, want, got *tavern.Book) {
-	t.Helper()
-	if want == nil || got == nil {
-		if (want == nil) != (got == nil) {
-			t.Errorf("%s: want %s, got %s", name, show(want), show(got))
-		}
-		return
-	}
-	diffField(t, name+".Name", want.Name, got.Name)
-	diffField(t, name+".Description", want.Description, got.Description)
-	diffField(t, name+".Extensions", want.Extensions, got.Extensions)
-	if len(want.Entries) != len(got.Entries) {
-		t.Errorf("%s.Entries: want %d, got %d", name, len(want.Entries), len(got.Entries))
-		return
-	}
-	for i := range want.Entries {
-		w, g := want.Entries[i], got.Entries[i]
-		p := fmt.Sprintf("%s.Entries[%d]", name, i)
-		diffField(t, p+".EntryID", w.EntryID, g.EntryID)
-		diffField(t, p+".Name", w.Name, g.Name)
-		diffField(t, p+".Content", w.Content, g.Content)
-		diffField(t, p+".Keywords", w.Keywords, g.Keywords)
-		diffField(t, p+".SecondaryKeywords", w.SecondaryKeywords, g.SecondaryKeywords)
-		diffField(t, p+".MatchOptions", w.MatchOptions, g.MatchOptions)
-		diffField(t, p+".Category", w.Category, g.Category)
-		diffField(t, p+".IsEnabled", w.IsEnabled, g.IsEnabled)
-		diffField(t, p+".IsConstant", w.IsConstant, g.IsConstant)
-		diffField(t, p+".Priority", w.Priority, g.Priority)
-		diffField(t, p+".SortOrder", w.SortOrder, g.SortOrder)
-		diffField(t, p+".Extensions", w.Extensions, g.Extensions)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 )
 
 // trialTools is the trial toolset: temporary cards under a key the client chooses.
@@ -23,7 +25,7 @@ func trialTools() []Tool {
 			Summary: func(out map[string]any) string {
 				slots := obj(out, "slots")
 				return fmt.Sprintf("%s live; %d of %d slots in use; the service reports a lifetime of %dh.",
-					plural(int64(len(list(out, "list"))), "trial card", "trial cards"), num(slots, "used"), num(slots, "max"), num(out, "ttlHours"))
+					phrase.Count(int64(len(list(out, "list"))), "trial card", "trial cards"), num(slots, "used"), num(slots, "max"), num(out, "ttlHours"))
 			},
 		},
 		{
@@ -94,6 +96,6 @@ func summarizeTrial(out map[string]any) string {
 	wb := obj(out, "worldbook")
 	return fmt.Sprintf("%s %s (card %s) expires at %s; changed: %s; worldbook: %s; %d of %d slots in use.",
 		verb, quoted(str(out, "clientKey")), str(out, "roleId"), str(out, "expiresAt"),
-		joinOr(stringsOf(list(out, "changed")), "nothing"), plural(num(wb, "entries"), "entry", "entries"),
+		joinOr(stringsOf(list(out, "changed")), "nothing"), phrase.Count(num(wb, "entries"), "entry", "entries"),
 		num(slots, "used"), num(slots, "max"))
 }

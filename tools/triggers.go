@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
-
+	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
@@ -40,7 +40,7 @@ func triggerTools() []Tool {
 						names = append(names, quoted(str(m, "name")))
 					}
 				}
-				s := fmt.Sprintf("%s of %d fire", plural(int64(len(names)), "entry", "entries"), num(out, "entryCount"))
+				s := fmt.Sprintf("%s of %d fire", phrase.Count(int64(len(names)), "entry", "entries"), num(out, "entryCount"))
 				if len(names) > 0 {
 					s += ": " + strings.Join(names, ", ")
 				}
@@ -233,7 +233,7 @@ func testWorldbookTriggers(ctx context.Context, c *Call) (json.RawMessage, error
 	sim := tavern.Simulate(entries, opts)
 	out.EntryCount, out.Steps, out.Settings = len(entries), sim.Steps, settings
 	for _, r := range sim.Results {
-		tr := triggerResult{EntryID: r.EntryID, Name: r.Name, Index: r.Index, Matched: nonNilStrings(r.Matched), Reason: r.Reason,
+		tr := triggerResult{EntryID: r.EntryID, Name: r.Name, Index: r.Index, Matched: jsontext.NonNil(r.Matched), Reason: r.Reason,
 			Key: r.Key, Step: r.Step, Group: r.Group, Chance: r.Chance}
 		if r.Fired {
 			out.Fired = append(out.Fired, tr)
@@ -338,12 +338,4 @@ func effectEntry(i int, t triggerEffect, byID map[string]int, n int) (int, error
 		return 0, badTriggerArgs(fmt.Sprintf("timedEffects[%d] needs entryId, or index between 0 and %d.", i, n-1), "timedEffects")
 	}
 	return *t.Index, nil
-}
-
-// nonNilStrings returns s, or an empty list for nil.
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
 }

@@ -3,6 +3,8 @@ package tools
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 )
 
 // worldbookTools is the worldbook toolset: keyword-triggered lore entries, bindable to cards.
@@ -19,7 +21,7 @@ func worldbookTools() []Tool {
 			Operation:   "listWorldbooks",
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("You have %s.", plural(int64(len(list(out, "list"))), "worldbook", "worldbooks"))
+				return fmt.Sprintf("You have %s.", phrase.Count(int64(len(list(out, "list"))), "worldbook", "worldbooks"))
 			},
 		},
 		{
@@ -50,8 +52,8 @@ func worldbookTools() []Tool {
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Worldbook %s %s (%s): %s, bound to %s.", str(out, "worldbookId"), quoted(str(out, "name")),
-					str(out, "format"), plural(num(out, "entryCount"), "entry", "entries"),
-					plural(int64(len(list(out, "boundRoleIds"))), "card", "cards"))
+					str(out, "format"), phrase.Count(num(out, "entryCount"), "entry", "entries"),
+					phrase.Count(int64(len(list(out, "boundRoleIds"))), "card", "cards"))
 			},
 		},
 		{
@@ -64,7 +66,7 @@ func worldbookTools() []Tool {
 			Operation:   "listCardWorldbooks",
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("Card %s has %s bound.", str(out, "roleId"), plural(int64(len(list(out, "list"))), "worldbook", "worldbooks"))
+				return fmt.Sprintf("Card %s has %s bound.", str(out, "roleId"), phrase.Count(int64(len(list(out, "list"))), "worldbook", "worldbooks"))
 			},
 		},
 		{
@@ -79,7 +81,7 @@ func worldbookTools() []Tool {
 			Operation:   "listWorldbookEntries",
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("Worldbook %s: %s listed.", str(out, "worldbookId"), plural(int64(len(list(out, "entries"))), "entry", "entries"))
+				return fmt.Sprintf("Worldbook %s: %s listed.", str(out, "worldbookId"), phrase.Count(int64(len(list(out, "entries"))), "entry", "entries"))
 			},
 		},
 		{
@@ -103,7 +105,7 @@ func worldbookTools() []Tool {
 			Annotations: hints(false, true, false, true),
 			Summary: func(out map[string]any) string {
 				created := stringsOf(list(out, "createdEntryIds"))
-				s := fmt.Sprintf("Worldbook written: %s created", plural(int64(len(created)), "entry", "entries"))
+				s := fmt.Sprintf("Worldbook written: %s created", phrase.Count(int64(len(created)), "entry", "entries"))
 				if len(created) > 0 {
 					s += " (" + strings.Join(created, ", ") + ")"
 				}

@@ -30,3 +30,21 @@ func TestMarshal(t *testing.T) {
 		t.Error("a func was encoded")
 	}
 }
+
+func TestNonNil(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		in   []string
+		want string
+	}{
+		{nil, `[]`},
+		{[]string{}, `[]`},
+		{[]string{"a"}, `["a"]`},
+	}
+	for _, tt := range tests {
+		got, err := Marshal(NonNil(tt.in))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("Marshal(NonNil(%#v)) = %s, %v; want %s", tt.in, got, err, tt.want)
+		}
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
 )
 
 // categoryKey is where an entry's service category is kept in a tavern entry's extensions.
@@ -330,7 +332,7 @@ func heldEntryObject(e *Entry, t target) *obj {
 		mo = *e.MatchOptions
 	}
 	o := newObj()
-	o.set("keys", nonNil(e.Keywords))
+	o.set("keys", jsontext.NonNil(e.Keywords))
 	if len(e.SecondaryKeywords) > 0 {
 		o.set("secondary_keys", e.SecondaryKeywords)
 	}
@@ -382,7 +384,7 @@ func restoredEntryObject(e *Entry, t target) *obj {
 	if id, ok := res["id"]; ok {
 		o.set("id", id)
 	}
-	o.set("keys", nonNil(e.Keywords))
+	o.set("keys", jsontext.NonNil(e.Keywords))
 	if len(e.SecondaryKeywords) > 0 {
 		o.set("secondary_keys", e.SecondaryKeywords)
 	} else if sk, ok := res["secondary_keys"]; ok {

@@ -281,7 +281,7 @@ func cardObject(c *Card, spec string) (*obj, error) {
 	data.set("creator_notes", creatorNotes)
 	data.set("system_prompt", sections[SectionSystemPrompt])
 	data.set("post_history_instructions", sections[SectionPostHistoryInstructions])
-	data.set("alternate_greetings", nonNil(c.Alternates))
+	data.set("alternate_greetings", jsontext.NonNil(c.Alternates))
 	if c.Book != nil {
 		b, err := bookObject(c.Book)
 		if err != nil {
@@ -289,7 +289,7 @@ func cardObject(c *Card, spec string) (*obj, error) {
 		}
 		data.set("character_book", b)
 	}
-	data.set("tags", nonNil(c.Tags))
+	data.set("tags", jsontext.NonNil(c.Tags))
 	data.set("creator", c.Creator)
 	data.set("character_version", c.CharacterVersion)
 	rest := extMap(c.Extensions, extData)

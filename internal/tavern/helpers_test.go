@@ -3,7 +3,6 @@ package tavern
 import (
 	"bytes"
 	"encoding/base64"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -12,17 +11,20 @@ import (
 
 // Short names for taverntest's fixture builders and helpers, used throughout this package's tests.
 var (
-	n            = taverntest.N
-	mustJSON     = taverntest.MustJSON
-	diff         = taverntest.Diff
-	show         = taverntest.Show
-	testImage    = taverntest.Image
-	makeZip      = taverntest.Zip
-	zlibBytes    = taverntest.Zlib
-	textChunk    = taverntest.TextChunk
-	zTXtChunk    = taverntest.ZTXtChunk
-	iTXtChunk    = taverntest.ITXtChunk
-	insertChunks = taverntest.InsertChunks
+	n        = taverntest.N
+	mustJSON = taverntest.MustJSON
+	diff     = taverntest.Diff
+	// compareBooks and compareEntries compare two books or entries field by field.
+	compareBooks   = taverntest.DiffFields[*Book]
+	compareEntries = taverntest.DiffFields[Entry]
+	show           = taverntest.Show
+	testImage      = taverntest.Image
+	makeZip        = taverntest.Zip
+	zlibBytes      = taverntest.Zlib
+	textChunk      = taverntest.TextChunk
+	zTXtChunk      = taverntest.ZTXtChunk
+	iTXtChunk      = taverntest.ITXtChunk
+	insertChunks   = taverntest.InsertChunks
 )
 
 // Places where insertChunks puts chunks.
@@ -110,44 +112,6 @@ func compareCards(t testing.TB, want, got *Card, withAvatar bool) {
 	if withAvatar && !bytes.Equal(want.Avatar, got.Avatar) {
 		t.Errorf("Avatar: want %d bytes, got %d bytes", len(want.Avatar), len(got.Avatar))
 	}
-}
-
-// compareBooks compares two books field by field.
-func compareBooks(t testing.TB, name string, want, got *Book) {
-	t.Helper()
-	if want == nil || got == nil {
-		if want != got {
-			t.Errorf("%s: want %s, got %s", name, show(want), show(got))
-		}
-		return
-	}
-	diff(t, name+".Name", want.Name, got.Name)
-	diff(t, name+".Description", want.Description, got.Description)
-	diff(t, name+".Extensions", want.Extensions, got.Extensions)
-	if len(want.Entries) != len(got.Entries) {
-		t.Errorf("%s.Entries: want %d, got %d", name, len(want.Entries), len(got.Entries))
-		return
-	}
-	for i := range want.Entries {
-		compareEntries(t, fmt.Sprintf("%s.Entries[%d]", name, i), want.Entries[i], got.Entries[i])
-	}
-}
-
-// compareEntries compares two entries field by field.
-func compareEntries(t testing.TB, name string, want, got Entry) {
-	t.Helper()
-	diff(t, name+".EntryID", want.EntryID, got.EntryID)
-	diff(t, name+".Name", want.Name, got.Name)
-	diff(t, name+".Content", want.Content, got.Content)
-	diff(t, name+".Keywords", want.Keywords, got.Keywords)
-	diff(t, name+".SecondaryKeywords", want.SecondaryKeywords, got.SecondaryKeywords)
-	diff(t, name+".MatchOptions", want.MatchOptions, got.MatchOptions)
-	diff(t, name+".Category", want.Category, got.Category)
-	diff(t, name+".IsEnabled", want.IsEnabled, got.IsEnabled)
-	diff(t, name+".IsConstant", want.IsConstant, got.IsConstant)
-	diff(t, name+".Priority", want.Priority, got.Priority)
-	diff(t, name+".SortOrder", want.SortOrder, got.SortOrder)
-	diff(t, name+".Extensions", want.Extensions, got.Extensions)
 }
 
 // mustRead reads a card or fails the test.

@@ -269,14 +269,6 @@ func stringsToAny(s []string) []any {
 	return out
 }
 
-// nonNil returns s, or an empty slice for nil, so JSON output has [] rather than null.
-func nonNil(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
-
 // obj is a JSON object that keeps its keys in insertion order when marshalled.
 type obj struct {
 	keys []string

@@ -15,6 +15,8 @@ package tavern
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
 )
 
 // Service section names of a card's document, as the card service names them.
@@ -119,8 +121,8 @@ type Entry struct {
 func (e Entry) MarshalJSON() ([]byte, error) {
 	type plain Entry
 	p := plain(e)
-	p.Keywords = nonNil(p.Keywords)
-	p.SecondaryKeywords = nonNil(p.SecondaryKeywords)
+	p.Keywords = jsontext.NonNil(p.Keywords)
+	p.SecondaryKeywords = jsontext.NonNil(p.SecondaryKeywords)
 	return json.Marshal(p)
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
@@ -157,7 +158,7 @@ func ExportCard(ctx context.Context, c Env, in ExportCardArgs) (json.RawMessage,
 	if len(out.DroppedAssets) > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%s of data.assets pointed into a CHARX the file does not carry, so "+
 			"%s left out (listed in droppedAssets); the main icon, if any, is the file's own image (ccdefault:).",
-			plural(int64(len(out.DroppedAssets)), "asset", "assets"), either(len(out.DroppedAssets) == 1, "it is", "they are")))
+			phrase.Count(int64(len(out.DroppedAssets)), "asset", "assets"), phrase.Either(len(out.DroppedAssets) == 1, "it is", "they are")))
 	}
 
 	v3, err := tavern.WriteV3JSON(tc)

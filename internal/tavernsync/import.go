@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
@@ -171,10 +173,10 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 	r.rec.Card, r.rec.Creator, r.rec.CharacterVersion = left.Card, left.Creator, left.CharacterVersion
 	r.rec.Assets, r.rec.AssetsLeftOut = left.Assets, card.AssetsLeftOut
 	if n := len(card.AssetsLeftOut); n > 0 {
-		them := either(n == 1, "it", "them")
+		them := phrase.Either(n == 1, "it", "them")
 		r.notes = append(r.notes, fmt.Sprintf("Not kept of the CHARX: %s (cardwriter-mcp keeps at most %d MiB and %d members of a "+
 			"card's assets, and none it cannot read), so a CHARX export will not carry %s and drops what refers to %s.",
-			strings.Join(card.AssetsLeftOut[:min(n, 5)], ", ")+either(n > 5, ", ...", ""),
+			strings.Join(card.AssetsLeftOut[:min(n, 5)], ", ")+phrase.Either(n > 5, ", ...", ""),
 			tavern.MaxKeptAssetBytes>>20, tavern.MaxKeptAssets, them, them))
 	}
 	r.rec.KeptAside = cardKeptAside(left)
@@ -188,7 +190,7 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 
 	r.steps.start(ctx, "set the opening lines")
 	if _, err := c.Client.SetOpeningLines(ctx, r.roleID, upstream.OpeningLinesInput{
-		RoleWelcome: card.Welcome, Alternates: nonNilStrings(card.Alternates),
+		RoleWelcome: card.Welcome, Alternates: jsontext.NonNil(card.Alternates),
 	}); err != nil {
 		return nil, r.fail(ctx, err)
 	}
@@ -199,7 +201,7 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 	}
 
 	r.steps.start(ctx, "update the card's profile")
-	profile := upstream.CardProfileInput{RoleDesc: &card.Description, Tags: nonNilStrings(card.Tags)}
+	profile := upstream.CardProfileInput{RoleDesc: &card.Description, Tags: jsontext.NonNil(card.Tags)}
 	if r.rec.AvatarImageID != "" {
 		profile.AvatarImageID = &r.rec.AvatarImageID
 	}
@@ -231,7 +233,7 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 	return json.Marshal(importCardResult{
 		Mode: modeCard, Source: r.format, RoleID: r.roleID, RoleName: card.Name,
 		WorldbookID: r.worldbookID, EntryCount: entryCount, AvatarImageID: r.rec.AvatarImageID,
-		Resumed: resumed, ClientKey: r.clientKey, KeptAside: nonNilStrings(r.rec.KeptAside), Notes: nonNilStrings(r.notes),
+		Resumed: resumed, ClientKey: r.clientKey, KeptAside: jsontext.NonNil(r.rec.KeptAside), Notes: jsontext.NonNil(r.notes),
 	})
 }
 
@@ -428,7 +430,7 @@ func (w *entryWriter) write(ctx context.Context, entries []tavern.Entry) error {
 func createOp(e *tavern.Entry, format string) upstream.WorldbookEntryOp {
 	op := upstream.WorldbookEntryOp{
 		Op: upstream.EntryOpCreate, Name: &e.Name, Content: &e.Content,
-		Keywords: nonNilStrings(e.Keywords), SecondaryKeywords: nonNilStrings(e.SecondaryKeywords),
+		Keywords: jsontext.NonNil(e.Keywords), SecondaryKeywords: jsontext.NonNil(e.SecondaryKeywords),
 		Category: &e.Category, IsEnabled: &e.IsEnabled, IsConstant: &e.IsConstant, Priority: &e.Priority, SortOrder: &e.SortOrder,
 	}
 	if format == upstream.WorldbookTavern {
@@ -543,7 +545,7 @@ func importTrial(ctx context.Context, c Env, card *tavern.Card, format tavern.Fo
 		for i := range book.Entries {
 			e := &book.Entries[i]
 			in.Worldbook.Entries = append(in.Worldbook.Entries, upstream.TrialEntryInput{
-				Name: e.Name, Content: e.Content, Keywords: nonNilStrings(e.Keywords), SecondaryKeywords: e.SecondaryKeywords,
+				Name: e.Name, Content: e.Content, Keywords: jsontext.NonNil(e.Keywords), SecondaryKeywords: e.SecondaryKeywords,
 				Category: &e.Category, IsEnabled: &e.IsEnabled, IsConstant: &e.IsConstant, Priority: &e.Priority, SortOrder: &e.SortOrder,
 			})
 			rec.Entries = append(rec.Entries, trialEntry{Name: e.Name, Extensions: extensionsOf(*e), MatchOptions: e.MatchOptions})
@@ -577,6 +579,6 @@ func importTrial(ctx context.Context, c Env, card *tavern.Card, format tavern.Fo
 	n := summary.Worldbook.Entries
 	return json.Marshal(importCardResult{
 		Mode: modeTrial, Source: format, RoleID: summary.RoleID, RoleName: card.Name, EntryCount: &n,
-		ClientKey: clientKey, Trial: raw, KeptAside: rec.KeptAside, Notes: nonNilStrings(notes),
+		ClientKey: clientKey, Trial: raw, KeptAside: rec.KeptAside, Notes: jsontext.NonNil(notes),
 	})
 }

@@ -108,27 +108,3 @@ func (s *steps) skip() { s.done++ }
 
 // aside names the bookkeeping between steps, for the error should it fail.
 func (s *steps) aside() { s.doing = "keep aside what the card service cannot hold" }
-
-// plural renders "1 entry" / "2 entries" given the singular and plural forms.
-func plural(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
-}
-
-// either returns one when cond holds, else other.
-func either(cond bool, one, other string) string {
-	if cond {
-		return one
-	}
-	return other
-}
-
-// nonNilStrings returns s, or an empty list for nil.
-func nonNilStrings(s []string) []string {
-	if s == nil {
-		return []string{}
-	}
-	return s
-}
