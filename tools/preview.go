@@ -109,14 +109,16 @@ func previewOfCard(out map[string]any) map[string]any {
 	return map[string]any{previewKey: p}
 }
 
-// previewWorldbookOf lists a worldbook's entries with the greetings that fire each.
-func previewWorldbookOf(name string, entries []tavern.Entry, greetings []string) previewWorldbook {
+// previewWorldbookOf lists a worldbook's entries with the greetings that fire each, for the card
+// named charName ({{char}} in keys, content and greetings).
+func previewWorldbookOf(name string, entries []tavern.Entry, greetings []string, charName string) previewWorldbook {
+	macros := tavern.CardMacros(charName)
 	wb := previewWorldbook{Name: name, Entries: make([]previewEntry, len(entries))}
 	for i, e := range entries {
 		wb.Entries[i] = previewEntry{Name: e.Name, Keys: append([]string{}, e.Keywords...), Constant: e.IsConstant, Fires: []int{}}
 	}
 	for g, text := range greetings {
-		for _, r := range tavern.Match(entries, text, tavern.MatchOptions{}) {
+		for _, r := range tavern.Match(entries, text, tavern.MatchOptions{}, macros) {
 			if r.Fired && !entries[r.Index].IsConstant {
 				wb.Entries[r.Index].Fires = append(wb.Entries[r.Index].Fires, g)
 			}

@@ -82,7 +82,7 @@ func reviewCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 		}
 		te := tavernEntries(entries.Entries)
 		wbs = append(wbs, review.Worldbook{ID: wb.WorldbookID, Name: wb.Name, Entries: te})
-		preview.Worldbooks = append(preview.Worldbooks, previewWorldbookOf(wb.Name, te, preview.Greetings))
+		preview.Worldbooks = append(preview.Worldbooks, previewWorldbookOf(wb.Name, te, preview.Greetings, card.RoleName))
 	}
 	if card.AvatarImageID != "" {
 		if img, note := tavernsync.FetchAvatar(ctx, c.Client, card.RoleID, card.AvatarImageID); note == "" {

@@ -236,6 +236,7 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 
 	// Worldbooks.
 	opening := c.RoleWelcome + "\n" + c.Sections["exampleDialogue"]
+	macros := tavern.CardMacros(c.RoleName)
 	keywordOwners := map[string][]string{}
 	for _, wb := range wbs {
 		for _, e := range wb.Entries {
@@ -268,7 +269,7 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 					keywordOwners[k] = append(keywordOwners[k], e.Name)
 				}
 			}
-			if res := tavern.Match([]tavern.Entry{e}, opening, tavern.MatchOptions{}); len(res) == 1 && res[0].Fired {
+			if res := tavern.Match([]tavern.Entry{e}, opening, tavern.MatchOptions{}, macros); len(res) == 1 && res[0].Fired {
 				add(Info, f, fmt.Sprintf("The card's own first message or example dialogue fires the entry (%s): it is in the context from the first message.",
 					strings.Join(res[0].Matched, ", ")), "Make it constant if it always belongs, or narrow its keywords.")
 			}

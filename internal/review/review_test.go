@@ -47,6 +47,8 @@ func TestRules(t *testing.T) {
 		{"a disabled entry", nil, []Worldbook{{ID: "wb_1", Entries: []tavern.Entry{{Name: "Old", Keywords: []string{"old"}}}}}, Info, `worldbook wb_1 entry "Old"`, "disabled"},
 		{"a shared keyword", nil, []Worldbook{{ID: "wb_1", Entries: []tavern.Entry{entry("Reef", "rocks"), entry("Wreck", "Rocks")}}}, Warning, "worldbook keywords", `"rocks" fires 2 entries`},
 		{"an entry the greeting fires", nil, []Worldbook{{ID: "wb_1", Entries: []tavern.Entry{entry("Storm", "storm")}}}, Info, `worldbook wb_1 entry "Storm"`, "fires the entry (storm)"},
+		{"an entry keyed on {{char}} the example dialogue fires", nil, []Worldbook{{ID: "wb_1", Entries: []tavern.Entry{{Name: "Keeper", Content: "Lore.", Keywords: []string{"{{char}}"}, IsEnabled: true, MatchOptions: &tavern.MatchOptions{MatchWholeWords: true}}}}}, Info, `worldbook wb_1 entry "Keeper"`, "fires the entry ({{char}})"},
+		{"an entry keyed on {{user}} the greeting fires", nil, []Worldbook{{ID: "wb_1", Entries: []tavern.Entry{{Name: "Guest", Content: "Lore.", Keywords: []string{"{{user}}"}, IsEnabled: true, MatchOptions: &tavern.MatchOptions{MatchWholeWords: true}}}}}, Info, `worldbook wb_1 entry "Guest"`, "fires the entry ({{user}})"},
 		{"a large constant entry", nil, []Worldbook{{ID: "wb_1", Entries: []tavern.Entry{{Name: "Canon", IsEnabled: true, IsConstant: true, Content: strings.Repeat("Always true. ", 200)}}}}, Warning, `worldbook wb_1 entry "Canon"`, "go with every message"},
 	}
 	for _, tt := range tests {

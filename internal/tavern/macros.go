@@ -14,6 +14,16 @@ type Macros struct {
 	User string
 }
 
+// DefaultUser is the user's persona name until they choose one (SillyTavern's default): the
+// name {{user}} stands for where no user is known, as in a card's review or preview.
+const DefaultUser = "User"
+
+// CardMacros are the names of the card named char as a reader who has not named their persona
+// meets it.
+func CardMacros(char string) Macros {
+	return Macros{Char: char, User: DefaultUser}
+}
+
 var (
 	legacyUser  = regexp.MustCompile(`(?i)<USER>`)
 	legacyChar  = regexp.MustCompile(`(?i)<(?:BOT|CHAR|CHARIFNOTGROUP|GROUP)>`)

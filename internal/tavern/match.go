@@ -38,8 +38,8 @@ type Report struct {
 }
 
 // Triggers runs Match and splits its results into fired and not fired.
-func Triggers(entries []Entry, text string, opts MatchOptions) Report {
-	return Split(Match(entries, text, opts))
+func Triggers(entries []Entry, text string, opts MatchOptions, m Macros) Report {
+	return Split(Match(entries, text, opts, m))
 }
 
 // Split sorts results into fired and not fired, keeping their order.
@@ -63,8 +63,12 @@ func Split(results []Result) Report {
 // without follow opts, whose zero value is the service's native rules: case-insensitive
 // substrings, secondary keywords as an AND gate (one of them must appear too), keys taken
 // literally, trimmed, and blank ones ignored.
-func Match(entries []Entry, text string, opts MatchOptions) []Result {
-	return Simulate(entries, SimOptions{Settings: DefaultSettings(), Chat: []Message{{Text: text}}, Native: opts}).Results
+//
+// The text is card text as written (a first message, example dialogue): m's names replace its
+// macros as SillyTavern replaces them when it puts the text into the chat, and those of the
+// entries' keys and content ({{char}} is the card's name, {{user}} the reader's).
+func Match(entries []Entry, text string, opts MatchOptions, m Macros) []Result {
+	return Simulate(entries, SimOptions{Settings: DefaultSettings(), Chat: []Message{{Text: m.Substitute(text)}}, Macros: m, Native: opts}).Results
 }
 
 // quoteList renders keys as "a", "b".

@@ -18,6 +18,7 @@ func TestMatch(t *testing.T) {
 		name    string
 		entry   Entry
 		opts    MatchOptions
+		macros  Macros
 		text    string
 		fired   bool
 		matched []string
@@ -91,12 +92,18 @@ func TestMatch(t *testing.T) {
 		{name: "logic 3 all: failed", entry: Entry{IsEnabled: true, Keywords: []string{"kraken"}, SecondaryKeywords: []string{"storm", "tide"}, MatchOptions: tavern(false, false, LogicAndAll)}, text: "kraken, storm", matched: []string{"kraken", "storm"}, reason: `keyword "kraken" matched; secondary gate (all) failed: "tide" missing`},
 		{name: "logic out of range", entry: Entry{IsEnabled: true, Keywords: []string{"kraken"}, SecondaryKeywords: []string{"storm"}, MatchOptions: tavern(false, false, 7)}, text: "kraken storm", matched: []string{"kraken", "storm"}, reason: "selectiveLogic 7 is not 0-3", partial: true},
 		{name: "logic without secondary keys: no gate", entry: Entry{IsEnabled: true, Keywords: []string{"kraken"}, MatchOptions: tavern(false, false, LogicNotAny)}, text: "kraken", fired: true, matched: []string{"kraken"}, reason: `keyword "kraken" matched`},
+		// Macros: {{char}} is the card's name in tavern keys and in the card text scanned.
+		{name: "macros: {{char}} key fires on the name", entry: Entry{IsEnabled: true, Keywords: []string{"{{char}}"}, MatchOptions: tavern(false, true, LogicAndAny)}, macros: Macros{Char: "Mira", User: DefaultUser}, text: "Mira waves", fired: true, matched: []string{"{{char}}"}, reason: `keyword "{{char}}" matched`, partial: true},
+		{name: "macros: {{char}} in the text", entry: Entry{IsEnabled: true, Keywords: []string{"mira"}}, macros: Macros{Char: "Mira"}, text: "{{char}} waves", fired: true, matched: []string{"mira"}, reason: `keyword "mira" matched`},
+		{name: "macros: {{user}} in key and text", entry: Entry{IsEnabled: true, Keywords: []string{"{{user}}'s ship"}, MatchOptions: tavern(false, true, LogicAndAny)}, macros: Macros{Char: "Mira", User: DefaultUser}, text: "Welcome aboard {{user}}'s ship.", fired: true, matched: []string{"{{user}}'s ship"}, reason: `keyword "{{user}}'s ship" matched`, partial: true},
+		{name: "macros: no name, no {{char}}", entry: Entry{IsEnabled: true, Keywords: []string{"{{char}}"}, MatchOptions: tavern(false, true, LogicAndAny)}, text: "Mira waves", reason: "no keyword matched"},
+		{name: "macros: native keys are literal", entry: Entry{IsEnabled: true, Keywords: []string{"{{char}}"}}, macros: Macros{Char: "Mira"}, text: "Mira waves", reason: "no keyword matched"},
 		{name: "secondary keys obey whole words", entry: Entry{IsEnabled: true, Keywords: []string{"kraken"}, SecondaryKeywords: []string{"storm"}, MatchOptions: tavern(false, true, LogicAndAny)}, text: "kraken stormy", matched: []string{"kraken"}, reason: "failed", partial: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			tc.entry.EntryID, tc.entry.Name = "id-1", "entry"
-			res := Match([]Entry{{Name: "other"}, tc.entry}, tc.text, tc.opts)
+			res := Match([]Entry{{Name: "other"}, tc.entry}, tc.text, tc.opts, tc.macros)
 			if len(res) != 2 {
 				t.Fatalf("%d results", len(res))
 			}
@@ -124,7 +131,7 @@ func TestMatch(t *testing.T) {
 func TestMatchImportedBook(t *testing.T) {
 	t.Parallel()
 	b := mustReadBook(t, []byte(taverntest.WorldInfo()))
-	rep := Triggers(b.Entries, "A sea monster rose from the storm. The lamp went out. 龍!", MatchOptions{})
+	rep := Triggers(b.Entries, "A sea monster rose from the storm. The lamp went out. 龍!", MatchOptions{}, Macros{})
 	var fired, notFired []string
 	for _, r := range rep.Fired {
 		fired = append(fired, r.Name+": "+r.Reason)
@@ -144,14 +151,14 @@ func TestTriggersJSON(t *testing.T) {
 	rep := Triggers([]Entry{
 		{EntryID: "a", Name: "A", Keywords: []string{"x"}, IsEnabled: true},
 		{EntryID: "b", Name: "B", Keywords: []string{"y"}, IsEnabled: true},
-	}, "x", MatchOptions{})
+	}, "x", MatchOptions{}, Macros{})
 	var got map[string][]map[string]any
 	if err := json.Unmarshal(mustJSON(t, rep), &got); err != nil {
 		t.Fatal(err)
 	}
 	diff(t, "fired", []map[string]any{{"entryId": "a", "name": "A", "matched": []any{"x"}, "key": "x", "step": float64(1), "reason": `keyword "x" matched`}}, got["fired"])
 	diff(t, "notFired", []map[string]any{{"entryId": "b", "name": "B", "matched": []any{}, "reason": "no keyword matched"}}, got["notFired"])
-	empty := Triggers(nil, "x", MatchOptions{})
+	empty := Triggers(nil, "x", MatchOptions{}, Macros{})
 	diff(t, "empty", `{"fired":[],"notFired":[]}`, string(mustJSON(t, empty)))
 }
 
