@@ -45,7 +45,7 @@ var ErrIndirect = errors.New("tools: not written directly")
 // read in but handles a response at once: a progress notification read in the same chunk as its
 // call's response finds its handler already gone, and is dropped. So every call's response
 // waits for the direct Notifier's Settle (settle): over stdio, until the client has read the
-// notifications written (cmd/cardwriter-mcp, stdoutWriter.Settle).
+// notifications written (cmd/cardwriter-mcp, lineWriter.Settle).
 type notifier struct {
 	direct Notifier
 }
