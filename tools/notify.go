@@ -2,34 +2,21 @@ package tools
 
 import (
 	"context"
-	"errors"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 )
 
-// Notifier writes a call's notifications to the client at once, before the call that sent them
-// goes on (see Options.Notifier).
+// Notifier sends a call's notifications to the client (see Options.Notifier): stdio writes
+// them at once, streamable HTTP into the call's response or through mcp-go's queue.
 type Notifier interface {
-	// Notify writes one notification; it returns ErrIndirect to leave it to mcp-go.
+	// Notify sends one notification.
 	Notify(ctx context.Context, n mcp.JSONRPCNotification) error
-	// Settle returns when a response written next cannot reach the client in the same read as
-	// the notifications written so far (stdio: once the client has read them), or when ctx ends.
+	// Settle returns when a response written next cannot reach the client ahead of, or in the
+	// same read as, the notifications sent so far (stdio: once the client has read them; HTTP:
+	// once they are written to one of the session's streams), or when ctx ends.
 	Settle(ctx context.Context)
 }
-
-// NotifierFunc is a Notifier whose notifications need no settling (HTTP, where they are written
-// to a stream of their own or ahead of the response in its body).
-type NotifierFunc func(ctx context.Context, n mcp.JSONRPCNotification) error
-
-// Notify calls f.
-func (f NotifierFunc) Notify(ctx context.Context, n mcp.JSONRPCNotification) error { return f(ctx, n) }
-
-// Settle returns at once.
-func (NotifierFunc) Settle(context.Context) {}
-
-// ErrIndirect, returned by a Notifier, sends the notification through mcp-go instead.
-var ErrIndirect = errors.New("tools: not written directly")
 
 // notifier sends the notifications of calls: progress and log messages.
 //
@@ -37,15 +24,15 @@ var ErrIndirect = errors.New("tools: not written directly")
 // over stdio a handler that never blocks (the in-process sandbox, a fast service) returns
 // before that goroutine runs, and every progress and log notification of the call reaches the
 // client after the response, where clients such as the TypeScript SDK drop them (found by the
-// e2e hosts suite). With a direct Notifier (stdio) they are written in order instead; without
-// one (HTTP, where mcp-go writes a request's notifications ahead of its response) they go
-// through mcp-go's queue.
+// e2e hosts suite). With a Notifier (the commands always give one) they are sent in order
+// instead; without one they go through mcp-go's queue.
 //
 // The official TypeScript SDK runs notification handlers a microtask after the chunk they were
 // read in but handles a response at once: a progress notification read in the same chunk as its
 // call's response finds its handler already gone, and is dropped. So every call's response
-// waits for the direct Notifier's Settle (settle): over stdio, until the client has read the
-// notifications written (cmd/cardwriter-mcp, lineWriter.Settle).
+// waits for the Notifier's Settle (settle): over stdio, until the client has read the
+// notifications written (cmd/cardwriter-mcp, lineWriter.Settle); over HTTP, until mcp-go has
+// written them to a stream of the session (sessions.Settle).
 type notifier struct {
 	direct Notifier
 }
@@ -75,14 +62,10 @@ func (n notifier) send(ctx context.Context, method string, params map[string]any
 	if cs := server.ClientSessionFromContext(ctx); cs == nil || !cs.Initialized() {
 		return server.ErrNotificationNotInitialized
 	}
-	err := n.direct.Notify(ctx, mcp.JSONRPCNotification{
+	return n.direct.Notify(ctx, mcp.JSONRPCNotification{
 		JSONRPC:      mcp.JSONRPC_VERSION,
 		Notification: mcp.Notification{Method: method, Params: mcp.NotificationParams{AdditionalFields: params}},
 	})
-	if errors.Is(err, ErrIndirect) {
-		return srv.SendNotificationToClient(ctx, method, params)
-	}
-	return err
 }
 
 // log sends a log message at level, when the client asked for that level: the session's

@@ -24,6 +24,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -719,5 +720,101 @@ func TestHTTPProgressUnderNewestProtocol(t *testing.T) {
 	}
 	if lost > 0 {
 		t.Errorf("%d of %d progress notifications of %d publish_card calls were lost", lost, 2*calls, calls)
+	}
+}
+
+// TestHTTPProgressBeforeTheResult calls publish_card under 2025-11-25 while the session holds
+// its standalone GET stream open, as hosts do, and requires each call's progress notifications to
+// have reached the client, on either stream, by the time its result has. mcp-go hands a session's
+// notifications to whichever of its streams reads its queue first; on the GET stream one could
+// reach the host after the call's result, and the TypeScript SDK then drops it (its progress
+// handler is gone: the hosts suite under load). The result now waits until they are written.
+func TestHTTPProgressBeforeTheResult(t *testing.T) {
+	t.Parallel()
+	base := startHTTP(t)
+	resp, _ := rawMCP(t, base, "", "", rawInit)
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %s, session %q", resp.Status, sid)
+	}
+	if resp, body := rawMCP(t, base, "", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("initialized: %s %s", resp.Status, body)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	get, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+"/mcp", nil)
+	get.Header.Set("Accept", "text/event-stream")
+	get.Header.Set("Mcp-Session-Id", sid)
+	get.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	stream, err := http.DefaultClient.Do(get)
+	if err != nil || stream.StatusCode != http.StatusOK {
+		t.Fatalf("standalone stream: %v %v", err, stream)
+	}
+	defer stream.Body.Close()
+	var onStream atomic.Int32 // progress notifications read from the standalone stream
+	go func() {
+		sc := bufio.NewScanner(stream.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "notifications/progress") {
+				onStream.Add(1)
+			}
+		}
+	}()
+	id := 1
+	callTool := func(name, args string, meta string) []map[string]any {
+		t.Helper()
+		id++
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s%s}}`, id, name, args, meta)
+		resp, text := rawMCP(t, base, "", sid, body)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %s %s", name, resp.Status, text)
+		}
+		var msgs []map[string]any
+		if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			text = "data: " + text
+		}
+		for line := range strings.Lines(text) {
+			data, ok := strings.CutPrefix(strings.TrimSpace(line), "data:")
+			if !ok {
+				continue
+			}
+			var m map[string]any
+			if err := json.Unmarshal([]byte(data), &m); err != nil {
+				t.Fatalf("%s: %v in %s", name, err, text)
+			}
+			msgs = append(msgs, m)
+		}
+		if len(msgs) == 0 || msgs[len(msgs)-1]["id"] != float64(id) {
+			t.Fatalf("%s: the response does not end with the result of call %d: %s", name, id, text)
+		}
+		return msgs
+	}
+	const calls = 30
+	inResponses, late := 0, 0
+	for i := range calls {
+		res := callTool("create_card", fmt.Sprintf(`{"roleName":"Stream %d"}`, i), "")
+		result, _ := res[len(res)-1]["result"].(map[string]any)
+		card, _ := result["structuredContent"].(map[string]any)
+		roleID, err := json.Marshal(card["roleId"])
+		if err != nil || card["roleId"] == nil {
+			t.Fatalf("create_card: no roleId in %v", res)
+		}
+		callTool("set_opening_lines", fmt.Sprintf(`{"roleId":%s,"roleWelcome":"Hello."}`, roleID), "")
+		callTool("write_card_document", fmt.Sprintf(`{"roleId":%s,"sections":{"description":"A test."}}`, roleID), "")
+		msgs := callTool("publish_card", fmt.Sprintf(`{"roleId":%s}`, roleID), fmt.Sprintf(`,"_meta":{"progressToken":"p%d"}`, i))
+		inResponses += len(msgs) - 1
+		// The standalone stream's reader runs as soon as its bytes arrive, which they did before
+		// the result's; a moment for it to be scheduled, far less than a call takes.
+		want := 2 * (i + 1)
+		for wait := 0; inResponses+int(onStream.Load()) < want && wait < 5; wait++ {
+			time.Sleep(100 * time.Microsecond)
+		}
+		if got := inResponses + int(onStream.Load()); got < want {
+			late++
+			t.Logf("publish_card %d: %d of %d progress notifications had arrived with its result", i, got, want)
+		}
+	}
+	if late > 0 {
+		t.Errorf("%d of %d publish_card results arrived ahead of their progress notifications (%d notifications in responses, %d on the standalone stream)", late, calls, inResponses, onStream.Load())
 	}
 }

@@ -176,13 +176,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))
 	f.hooks = &server.Hooks{}
 	sess.Hooks(f.hooks)
-	// Calls under 2026-07-28 have their notifications written to their response by the gate.
-	f.notifier = tools.NotifierFunc(func(ctx context.Context, n mcp.JSONRPCNotification) error {
-		if ok, err := sess.Notify(ctx, n); ok {
-			return err
-		}
-		return tools.ErrIndirect
-	})
+	f.notifier = httpNotifier{sess}
 	b, err := f.newBackend(stderr, base)
 	if err != nil {
 		return err
@@ -289,3 +283,30 @@ func startSideSandbox(ctx context.Context, f *serverFlags, stderr io.Writer) (st
 	fmt.Fprintf(stderr, "card service sandbox: API at %s/open/v1, sign-in at %s/oauth/authorize\n", apiHost, apiHost)
 	return func() { cancel(); <-done }, apiHost, nil
 }
+
+// httpNotifier sends the notifications of calls over streamable HTTP. Under 2026-07-28 the gate
+// writes them into the call's response; before, they go through mcp-go's queue, and the call's
+// result waits until they are written to one of the session's streams (sessions.Sent, Settle).
+type httpNotifier struct{ sess *sessions.Sessions }
+
+// Notify sends n for the call in ctx.
+func (h httpNotifier) Notify(ctx context.Context, n mcp.JSONRPCNotification) error {
+	if ok, err := h.sess.Notify(ctx, n); ok {
+		return err
+	}
+	srv := server.ServerFromContext(ctx)
+	if srv == nil {
+		return server.ErrNotificationNotInitialized
+	}
+	if err := srv.SendNotificationToClient(ctx, n.Method, n.Params.AdditionalFields); err != nil {
+		return err
+	}
+	h.sess.Sent(ctx)
+	return nil
+}
+
+// settleLimit bounds how long a call's result waits for its notifications to be written.
+const settleLimit = time.Second
+
+// Settle returns when the call's notifications are on their way to the client.
+func (h httpNotifier) Settle(ctx context.Context) { h.sess.Settle(ctx, settleLimit) }

@@ -61,6 +61,7 @@ type Sessions struct {
 	origin  string     // this replica, in what it publishes
 	local   sync.Map   // session id -> true: registered with this replica's mcp-go server
 	pending sync.Map   // session id NUL request id -> true: a request to the client that a call here waits on
+	notes   sync.Map   // session id -> *noteCount: its calls' notifications sent and written (before 2026-07-28)
 	adoptMu sync.Mutex // one adoption at a time
 }
 
@@ -362,6 +363,7 @@ type gateWriter struct {
 	s     *Sessions
 	sid   string
 	noted []string
+	notes int64 // calls' notifications written since the last flush
 }
 
 // clientRequests are the methods of the server's requests to a client.
@@ -433,6 +435,7 @@ func (w *gateWriter) Write(p []byte) (int, error) {
 		return len(p), nil
 	}
 	w.note(p)
+	w.notes += int64(bytes.Count(p, progressMethod) + bytes.Count(p, messageMethod))
 	return w.ResponseWriter.Write(p)
 }
 
@@ -455,6 +458,12 @@ func (w *gateWriter) flush() {
 	if f, ok := w.ResponseWriter.(http.Flusher); ok && !w.swallow {
 		f.Flush()
 	}
+	if w.notes > 0 && w.sid != "" {
+		if c, ok := w.s.notes.Load(w.sid); ok {
+			c.(*noteCount).wrote(w.notes)
+		}
+	}
+	w.notes = 0
 }
 
 // notify writes a notification of the call as an SSE event, making the response a stream.
@@ -494,6 +503,89 @@ func (s *Sessions) Notify(ctx context.Context, n mcp.JSONRPCNotification) (bool,
 		return false, nil
 	}
 	return true, st.stream.notify(n)
+}
+
+// The methods of the notifications a call sends (progress, log messages), as mcp-go writes
+// them; inside a JSON string the quotes would be escaped, so a result quoting them is not counted.
+var (
+	progressMethod = []byte(`"method":"notifications/progress"`)
+	messageMethod  = []byte(`"method":"notifications/message"`)
+)
+
+// noteCount is what a session's calls handed to mcp-go's notification queue, and what of it
+// this replica has written to one of the session's streams.
+type noteCount struct {
+	sent, written atomic.Int64
+}
+
+// wrote counts n notifications written, never past those sent (a replayed stream writes some
+// a second time).
+func (c *noteCount) wrote(n int64) {
+	for {
+		w, s := c.written.Load(), c.sent.Load()
+		next := min(w+n, s)
+		if next <= w || c.written.CompareAndSwap(w, next) {
+			return
+		}
+	}
+}
+
+// Sent records that a call of the session in ctx handed a notification to mcp-go's queue
+// (protocols before 2026-07-28, whose notifications Notify leaves to mcp-go).
+//
+// mcp-go gives a session's queued notifications to whichever of its streams reads first: the
+// call's own response or the standalone GET stream that hosts hold open. On the GET stream a
+// notification can reach the host after the call's result, and the TypeScript SDK then drops
+// it (its progress handler is gone). Settle closes that gap.
+func (s *Sessions) Sent(ctx context.Context) {
+	sess := server.ClientSessionFromContext(ctx)
+	if sess == nil || sess.SessionID() == "" {
+		return
+	}
+	c, _ := s.notes.LoadOrStore(sess.SessionID(), new(noteCount))
+	c.(*noteCount).sent.Add(1)
+}
+
+// Settle returns once every notification the session in ctx handed to mcp-go has been written
+// and flushed to one of its streams on this replica, so that the call's result, written next,
+// reaches the client after them; at most limit, or until ctx ends. What was not written by then
+// (a call whose client went away: mcp-go keeps its notifications for a resumed stream) is
+// given up on, so that it holds no later call.
+func (s *Sessions) Settle(ctx context.Context, limit time.Duration) {
+	sess := server.ClientSessionFromContext(ctx)
+	if sess == nil {
+		return
+	}
+	v, ok := s.notes.Load(sess.SessionID())
+	if !ok {
+		return
+	}
+	c := v.(*noteCount)
+	target := c.sent.Load()
+	if c.written.Load() >= target {
+		return
+	}
+	defer c.giveUp(target)
+	deadline := time.Now().Add(limit)
+	for wait := 100 * time.Microsecond; c.written.Load() < target && time.Now().Before(deadline); wait = min(2*wait, 2*time.Millisecond) {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// giveUp counts the notifications up to target as written.
+func (c *noteCount) giveUp(target int64) {
+	for {
+		w := c.written.Load()
+		if w >= target || c.written.CompareAndSwap(w, target) {
+			return
+		}
+	}
 }
 
 // Unwrap lets http.ResponseController reach the connection.
@@ -587,7 +679,10 @@ func (m *manager) Terminate(id string) (bool, error) {
 // which sessions this replica's server holds.
 func (s *Sessions) Hooks(h *server.Hooks) {
 	h.AddOnRegisterSession(func(_ context.Context, sess server.ClientSession) { s.local.Store(sess.SessionID(), true) })
-	h.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) { s.local.Delete(sess.SessionID()) })
+	h.AddOnUnregisterSession(func(_ context.Context, sess server.ClientSession) {
+		s.local.Delete(sess.SessionID())
+		s.notes.Delete(sess.SessionID())
+	})
 	h.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
 		sess := server.ClientSessionFromContext(ctx)
 		if sess == nil || sess.SessionID() == "" {
