@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,6 +31,8 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
 	}
+	restoreGC := deferFirstGC()
+	defer restoreGC()
 	var err error
 	if f.tavern, err = stdioTavern(allowDirs, stderr); err != nil {
 		return err
@@ -41,6 +44,7 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer stopTracing()
 	f.tracer = tp
 	out := newLineWriter(stdout)
+	out.written = restoreGC
 	f.notifier = out
 	f.calls = &tools.Calls{}
 	b, err := f.newBackend(stderr, "")
@@ -96,6 +100,8 @@ type lineWriter struct {
 	mu   sync.Mutex
 	w    io.Writer
 	file *os.File // w, when the kernel can tell how much of it is unread
+	// written, when set, is called after each line is written (deferFirstGC's restore).
+	written func()
 
 	// noted is when the last notification was written (UnixNano), or 0 since the client was
 	// last seen to have read all of stdout.
@@ -127,7 +133,33 @@ func newLineWriter(w io.Writer) *lineWriter {
 func (l *lineWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Write(p)
+	n, err := l.w.Write(p)
+	if l.written != nil {
+		l.written()
+	}
+	return n, err
+}
+
+// firstGCDeadline is how long deferFirstGC waits at most for the first line out.
+const firstGCDeadline = time.Second
+
+// deferFirstGC turns the garbage collector off until the returned function is called (at the
+// first line written, the initialize response; at the latest after firstGCDeadline), which
+// restores the GOGC it found. The heap first reaches the runtime's 4 MB goal while the server is
+// being built (the tool registry allocates 1.7 MB), so the first collection, whose start costs
+// more than its marking (the mark workers started, every span swept, about 5 ms of a 40 ms cold
+// start on two cores), fell on the way to the initialize response. Deferred, it runs at the next
+// allocation after that response, as it would have: the same work, off the handshake's path; the
+// heap meanwhile holds at most the garbage of building the server (about 2 MB). Calls are never
+// made with it off: the restore precedes the answer to any request.
+func deferFirstGC() (restore func()) {
+	percent := debug.SetGCPercent(-1)
+	once := sync.OnceFunc(func() { debug.SetGCPercent(percent) })
+	t := time.AfterFunc(firstGCDeadline, once)
+	return func() {
+		t.Stop()
+		once()
+	}
 }
 
 // Notify writes one notification as a line.
