@@ -335,14 +335,17 @@ var docSeq struct {
 	n int
 }
 
-// CompileSchemaLazy is CompileSchema deferred to the Validator's first use (Validate,
-// ValidateJSON or Compile), so that a server can answer before compiling every tool's schemas
-// (a few hundred microseconds each). A schema that does not compile makes every use fail with
-// the error CompileSchema would have returned.
-func CompileSchemaLazy(name string, s map[string]any) *Validator {
+// CompileJSONLazy is CompileSchema, of a schema given as its JSON encoding (json.Marshal of the
+// map CompileSchema would take, such as the input schema a tool advertises), deferred to the
+// Validator's first use (Validate, ValidateJSON or Compile), so that a server can answer before
+// compiling every tool's schemas (a few hundred microseconds each). Until then it keeps only raw,
+// which must not change, and not the schema's decoded form (some 250 KB for every tool's
+// schemas). A schema that does not compile makes every use fail with the error CompileSchema
+// would have returned.
+func CompileJSONLazy(name string, raw []byte) *Validator {
 	v := &Validator{pointer: name, lazy: &lazySchema{}}
 	v.lazy.compile = func() {
-		c, err := CompileSchema(name, s)
+		c, err := compileJSON(name, raw)
 		if err != nil {
 			v.lazy.err = err
 			return
@@ -359,6 +362,11 @@ func CompileSchema(name string, s map[string]any) (*Validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", name, err)
 	}
+	return compileJSON(name, raw)
+}
+
+// compileJSON is CompileSchema of the schema's JSON encoding.
+func compileJSON(name string, raw []byte) (*Validator, error) {
 	doc, err := DecodeJSON(raw)
 	if err != nil {
 		return nil, fmt.Errorf("compile %s: %w", name, err)

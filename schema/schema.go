@@ -53,10 +53,10 @@ type Validator struct {
 	pointer string
 	schema  *jsonschema.Schema // nil until compiled when lazy
 	quick   *quickSchema       // the passing case decided fast; nil: always jsonschema/v6
-	lazy    *lazySchema        // set by CompileSchemaLazy
+	lazy    *lazySchema        // set by CompileJSONLazy
 }
 
-// lazySchema is the deferred compilation of a Validator made by CompileSchemaLazy.
+// lazySchema is the deferred compilation of a Validator made by CompileJSONLazy.
 type lazySchema struct {
 	once    sync.Once
 	compile func() // sets schema and quick, or err

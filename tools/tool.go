@@ -178,8 +178,8 @@ func build(defs []Tool) ([]Tool, error) {
 		}
 		// Compiled on first use: a server answers initialize without compiling ~50 schemas
 		// (TestValidatorsCompile compiles them all).
-		t.input = schema.CompileSchemaLazy(t.Name+" input", in)
-		t.output = schema.CompileSchemaLazy(t.Name+" output", outSchema)
+		t.input = schema.CompileJSONLazy(t.Name+" input", t.inputSchema)
+		t.output = schema.CompileJSONLazy(t.Name+" output", t.outputSchema)
 		if t.Summary == nil {
 			return nil, fmt.Errorf("tools: %s has no Summary", t.Name)
 		}
