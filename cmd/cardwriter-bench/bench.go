@@ -46,6 +46,8 @@ type bench struct {
 	// peerHTTPFailed is the error of the first peer-http cell that failed; later ones are skipped.
 	peerHTTPFailed string
 	results        results
+	// configDirs counts the config directories given to `http` servers (serverEnv).
+	configDirs int
 }
 
 func newBench(ctx context.Context, cfg config, args []string) (*bench, error) {
@@ -499,6 +501,16 @@ func (b *bench) connect(ctx context.Context, mode string, conc int, sb *sandbox)
 // and where the cell's profile goes under -server-cpuprofile.
 func (b *bench) serverEnv(mode string, conc int) []string {
 	env := append([]string{"CARDWRITER_TOKEN=" + b.cfg.token}, b.cfg.serverEnv...)
+	if mode == modeHTTP || mode == "idle" {
+		// A config directory of its own, so that `http` keeps its state (state.db: the MCP
+		// sessions) in a new file, as a server started for the first time does: in the user's,
+		// it opened what every earlier run left there (sessions expire after 30 minutes, and a
+		// server that lives less than a minute never sweeps them), and the idle measurement
+		// grew with that file (6 MB of its pages resident after 1,000 sessions in an 8 MB file
+		// against 0.4 MB in a new one), and a second run on the machine failed on its lock.
+		b.configDirs++
+		env = append(env, "XDG_CONFIG_HOME="+filepath.Join(b.tmp, fmt.Sprintf("config-%d", b.configDirs)))
+	}
 	if path := b.profilePath(mode, conc); path != "" {
 		env = append(env, "CARDWRITER_BENCH_CPUPROFILE="+path)
 	}
