@@ -150,16 +150,17 @@ const firstGCDeadline = time.Second
 // more than its marking (the mark workers started, every span swept, about 5 ms of a 40 ms cold
 // start on two cores), fell on the way to the initialize response. Deferred, it runs at the next
 // allocation after that response, as it would have: the same work, off the handshake's path; the
-// heap meanwhile holds at most the garbage of building the server (about 2 MB). Calls are never
-// made with it off: the restore precedes the answer to any request.
+// heap meanwhile holds at most the garbage of building the server (about 2 MB). Only a call
+// sent before the host read that response (pipelined) can start with it off, until the response
+// is written or the deadline passes.
 func deferFirstGC() (restore func()) {
 	percent := debug.SetGCPercent(-1)
 	once := sync.OnceFunc(func() { debug.SetGCPercent(percent) })
 	t := time.AfterFunc(firstGCDeadline, once)
-	return func() {
+	return sync.OnceFunc(func() {
 		t.Stop()
 		once()
-	}
+	})
 }
 
 // Notify writes one notification as a line.
