@@ -43,6 +43,9 @@ type bench struct {
 	// up is the card service of the cells being run.
 	up   string
 	peer *peer // nil when skipped
+	// mcpGo is the patched mcp-go ours and bench/passthrough are built against (-mcp-go-patch),
+	// or nil.
+	mcpGo *mcpGoPatch
 	// peerHTTPFailed is the error of the first peer-http cell that failed; later ones are skipped.
 	peerHTTPFailed string
 	results        results
@@ -76,8 +79,17 @@ func newBench(ctx context.Context, cfg config, args []string) (*bench, error) {
 	case cfg.bin != "":
 		b.bin = cfg.bin
 	default:
+		if cfg.mcpGoPatch != "" {
+			if b.mcpGo, err = preparePatchedMCPGo(ctx, root, filepath.Join(tmp, "mcp-go-patch"), cfg.mcpGoPatch); err != nil {
+				b.close()
+				return nil, err
+			}
+			logf("NOT THE PRODUCT'S FIGURES: building ours and bench/passthrough against %s", b.mcpGo.label)
+			b.results.MCPGoPatch = b.mcpGo.label
+			b.results.note("not the product's figures: cmd/cardwriter-mcp and bench/passthrough built against " + b.mcpGo.label)
+		}
 		logf("building cmd/cardwriter-mcp (CGO_ENABLED=0)")
-		if b.bin, err = buildServer(ctx, root, tmp, tags); err != nil {
+		if b.bin, err = buildServer(ctx, root, tmp, tags, b.mcpGo.buildFlags()); err != nil {
 			b.close()
 			return nil, err
 		}
@@ -92,7 +104,11 @@ func newBench(ctx context.Context, cfg config, args []string) (*bench, error) {
 			continue
 		}
 		*h.bin = filepath.Join(tmp, h.pkg)
-		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", *h.bin, "./bench/"+h.pkg)
+		args := []string{"build", "-trimpath", "-o", *h.bin}
+		if h.pkg == "passthrough" {
+			args = append(args, b.mcpGo.buildFlags()...)
+		}
+		cmd := exec.CommandContext(ctx, "go", append(args, "./bench/"+h.pkg)...)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,5 +73,65 @@ func TestReadProc(t *testing.T) {
 	}
 	if u.RSSKB <= 0 || u.PeakKB < u.RSSKB || u.Threads < 1 {
 		t.Errorf("readProc(self) = %+v", u)
+	}
+}
+
+func TestMCPGoPatchRefusals(t *testing.T) {
+	for _, args := range [][]string{
+		{"-mcp-go-patch", "x.patch", "-readme", "README.md"},
+		{"-mcp-go-patch", "x.patch", "-bin", "/bin/true"},
+	} {
+		err := run(t.Context(), args)
+		if err == nil || !strings.Contains(err.Error(), "-mcp-go-patch") {
+			t.Errorf("run(%q) = %v, want a refusal naming -mcp-go-patch", args, err)
+		}
+	}
+}
+
+func TestMarkdownLabelsMCPGoPatch(t *testing.T) {
+	r := results{Config: resultConfig{}, MCPGoPatch: "github.com/mark3labs/mcp-go@v1.2.1 patched with p.patch"}
+	if md := r.markdown(); !strings.HasPrefix(md, "**Not the product's figures**") || !strings.Contains(md, r.MCPGoPatch) {
+		t.Errorf("markdown does not start with the label:\n%s", md)
+	}
+	r.MCPGoPatch = ""
+	if md := r.markdown(); strings.Contains(md, "Not the product's figures") {
+		t.Errorf("markdown without a patch carries the label:\n%s", md)
+	}
+}
+
+func TestPreparePatchedMCPGo(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	root, err := moduleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	patch := filepath.Join(dir, "add.patch")
+	diff := "diff --git a/BENCH_PATCHED b/BENCH_PATCHED\nnew file mode 100644\n--- /dev/null\n+++ b/BENCH_PATCHED\n@@ -0,0 +1 @@\n+patched\n"
+	if err := os.WriteFile(patch, []byte(diff), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p, err := preparePatchedMCPGo(t.Context(), root, filepath.Join(dir, "out"), patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile(p.modfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, target, ok := strings.Cut(string(mod), "\nreplace "+mcpGoModule+" => ")
+	if !ok {
+		t.Fatalf("no replace directive in %s:\n%s", p.modfile, mod)
+	}
+	if got, err := os.ReadFile(filepath.Join(strings.TrimSpace(target), "BENCH_PATCHED")); err != nil || string(got) != "patched\n" {
+		t.Errorf("patched copy: %q, %v", got, err)
+	}
+	if !strings.Contains(p.label, "add.patch") || len(p.buildFlags()) != 2 {
+		t.Errorf("label %q, build flags %q", p.label, p.buildFlags())
+	}
+	if (*mcpGoPatch)(nil).buildFlags() != nil {
+		t.Error("no patch: build flags are not empty")
 	}
 }

@@ -83,6 +83,9 @@ type config struct {
 	// coldBaselineBin is a cardwriter-mcp built before the change, whose cold start is
 	// measured in the same run as the target's baseline.
 	coldBaselineBin string
+	// mcpGoPatch is a patch to mcp-go: when set, ours and bench/passthrough are built against
+	// mcp-go patched with it, and the results are labelled as not the product's.
+	mcpGoPatch string
 }
 
 // The card services a run measures against.
@@ -129,6 +132,7 @@ func run(ctx context.Context, args []string) error {
 	fs.Float64Var(&cfg.coldBaseline, "cold-baseline-ms", 33.5, "the stdio cold start median (ms) the cold start target keeps to (the README's before this run's changes)")
 	fs.StringVar(&cfg.coldBaselineBin, "cold-baseline-bin", "", "a cardwriter-mcp built before the change: its stdio cold start is measured in the same run and is the cold start target's baseline (instead of -cold-baseline-ms)")
 	fs.StringVar(&cfg.serverProfile, "server-cpuprofile", "", "write a CPU profile of our server over each http and stdio cell's measured calls into this directory (MODE-WORKERS.pprof; builds the server with -tags benchprofile)")
+	fs.StringVar(&cfg.mcpGoPatch, "mcp-go-patch", "", "build cmd/cardwriter-mcp and bench/passthrough against mcp-go patched with this file (a proposal for upstream, measured; the results are labelled as not the product's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
@@ -137,6 +141,12 @@ func run(ctx context.Context, args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if cfg.mcpGoPatch != "" && cfg.readme != "" {
+		return errors.New("-mcp-go-patch cannot be used with -readme: the README shows the product's figures, built against released mcp-go")
+	}
+	if cfg.mcpGoPatch != "" && cfg.bin != "" {
+		return errors.New("-mcp-go-patch needs a build of ours: it cannot be used with -bin")
 	}
 	if cfg.stdioCalls == 0 {
 		cfg.stdioCalls = cfg.calls

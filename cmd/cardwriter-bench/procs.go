@@ -44,9 +44,10 @@ func moduleRoot() (string, error) {
 
 // buildServer builds cmd/cardwriter-mcp as a static binary into dir, with the given build tags
 // ("" for none).
-func buildServer(ctx context.Context, root, dir, tags string) (string, error) {
+func buildServer(ctx context.Context, root, dir, tags string, flags []string) (string, error) {
 	bin := filepath.Join(dir, "cardwriter-mcp")
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-tags", tags, "-o", bin, "./cmd/cardwriter-mcp")
+	args := append([]string{"build", "-trimpath", "-tags", tags, "-o", bin}, flags...)
+	cmd := exec.CommandContext(ctx, "go", append(args, "./cmd/cardwriter-mcp")...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	out, err := cmd.CombinedOutput()

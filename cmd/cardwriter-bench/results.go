@@ -25,6 +25,10 @@ type results struct {
 	Targets []targetRow  `json:"targets"`
 	Notes   []string     `json:"notes,omitempty"`
 	started time.Time
+
+	// MCPGoPatch names the mcp-go patch ours and bench/passthrough were built with
+	// (-mcp-go-patch): when it is set, these are not the product's figures.
+	MCPGoPatch string `json:"mcpGoPatch,omitempty"`
 }
 
 type machine struct {
@@ -342,6 +346,9 @@ var upstreamLabel = map[string]string{upstreamSandbox: "sandbox", upstreamStub: 
 func (r *results) markdown() string {
 	var sb strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&sb, format, args...) }
+	if r.MCPGoPatch != "" {
+		p("**Not the product's figures**: cardwriter-mcp and bench/passthrough were built against %s, a proposed change to the framework, not against the released module the product builds with.\n\n", r.MCPGoPatch)
+	}
 	p("Measured %s on %s (%d cores, %s, %s), %s; load average %s at the start, %s at the end.\n",
 		r.Date, r.Machine.CPU, r.Machine.Cores, r.Machine.Memory, r.Machine.Kernel, r.Machine.Go, r.Load[0], r.Load[1])
 	p("Command: `%s`", r.Command)
