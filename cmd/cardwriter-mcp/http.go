@@ -19,6 +19,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
 	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
+	"github.com/cardwriter/cardwriter-mcp/internal/reclaim"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/internal/sessions"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
@@ -245,9 +246,13 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stderr, "MCP endpoint: %s/mcp\n", base)
 	b.logger.Info("serving MCP over streamable HTTP", "addr", ln.Addr().String(), "auth", mode, "sandbox", withSandbox, "version", programVersion())
+	// Once no request has come for a second, the memory the runtime keeps for reuse goes back
+	// to the system: an idle server holds what its sessions use, not twice that.
+	quiet := reclaim.New(mux, reclaim.Quiet)
+	go quiet.Run(ctx)
 	// On SIGTERM: no new connection, the sessions' GET streams closed (new requests of those
 	// sessions get 404), the calls under way finished within --drain-timeout.
-	err = serveDraining(ctx, ln, mux, b.logger, *drain, func() { streamable.CloseSessions(context.Background()) })
+	err = serveDraining(ctx, ln, quiet, b.logger, *drain, func() { streamable.CloseSessions(context.Background()) })
 	closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if cerr := streamable.Shutdown(closeCtx); cerr != nil && !errors.Is(cerr, http.ErrServerClosed) {
