@@ -542,7 +542,10 @@ func (s *Sessions) Sent(ctx context.Context) {
 	if sess == nil || sess.SessionID() == "" {
 		return
 	}
-	c, _ := s.notes.LoadOrStore(sess.SessionID(), new(noteCount))
+	c, ok := s.notes.Load(sess.SessionID())
+	if !ok {
+		c, _ = s.notes.LoadOrStore(sess.SessionID(), new(noteCount))
+	}
 	c.(*noteCount).sent.Add(1)
 }
 
