@@ -4,7 +4,6 @@ package tools
 // files every round trip test imports.
 
 import (
-	"bytes"
 	"testing"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
@@ -70,23 +69,9 @@ func cardFixtures(t testing.TB) []cardFixture {
 	}
 }
 
-// compareCards compares two cards field by field (the avatar's bytes too when withAvatar).
+// compareCards compares two cards field by field, the image only when withAvatar (see
+// taverntest.CardSkips).
 func compareCards(t testing.TB, want, got *tavern.Card, withAvatar bool) {
 	t.Helper()
-	diffField(t, "Name", want.Name, got.Name)
-	diffField(t, "Welcome", want.Welcome, got.Welcome)
-	diffField(t, "Alternates", want.Alternates, got.Alternates)
-	diffField(t, "Description", want.Description, got.Description)
-	diffField(t, "Sections", want.Sections, got.Sections)
-	diffField(t, "Tags", want.Tags, got.Tags)
-	diffField(t, "Creator", want.Creator, got.Creator)
-	diffField(t, "CharacterVersion", want.CharacterVersion, got.CharacterVersion)
-	for k := range want.Extensions {
-		diffField(t, "Extensions."+k, want.Extensions[k], got.Extensions[k])
-	}
-	diffField(t, "Extensions", want.Extensions, got.Extensions)
-	compareBooks(t, "Book", want.Book, got.Book)
-	if withAvatar && !bytes.Equal(want.Avatar, got.Avatar) {
-		t.Errorf("Avatar: want %d bytes, got %d bytes", len(want.Avatar), len(got.Avatar))
-	}
+	taverntest.DiffFieldsExcept(t, "card", want, got, taverntest.CardSkips(withAvatar)...)
 }

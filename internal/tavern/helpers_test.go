@@ -1,7 +1,6 @@
 package tavern
 
 import (
-	"bytes"
 	"encoding/base64"
 	"strings"
 	"testing"
@@ -87,31 +86,11 @@ func chunkJSON(t testing.TB, img []byte, kw string) map[string]any {
 	return nil
 }
 
-// compareCards compares two cards field by field (Avatar only when withAvatar).
+// compareCards compares two cards field by field, the image only when withAvatar (see
+// taverntest.CardSkips).
 func compareCards(t testing.TB, want, got *Card, withAvatar bool) {
 	t.Helper()
-	if want == nil || got == nil {
-		if want != got {
-			t.Fatalf("card: want %v, got %v", want, got)
-		}
-		return
-	}
-	diff(t, "Name", want.Name, got.Name)
-	diff(t, "Welcome", want.Welcome, got.Welcome)
-	diff(t, "Alternates", want.Alternates, got.Alternates)
-	diff(t, "Description", want.Description, got.Description)
-	diff(t, "Sections", want.Sections, got.Sections)
-	diff(t, "Tags", want.Tags, got.Tags)
-	diff(t, "Creator", want.Creator, got.Creator)
-	diff(t, "CharacterVersion", want.CharacterVersion, got.CharacterVersion)
-	for _, ns := range []string{extData, extRoot} {
-		diff(t, "Extensions."+ns, want.Extensions[ns], got.Extensions[ns])
-	}
-	diff(t, "Extensions", want.Extensions, got.Extensions)
-	compareBooks(t, "Book", want.Book, got.Book)
-	if withAvatar && !bytes.Equal(want.Avatar, got.Avatar) {
-		t.Errorf("Avatar: want %d bytes, got %d bytes", len(want.Avatar), len(got.Avatar))
-	}
+	taverntest.DiffFieldsExcept(t, "card", want, got, taverntest.CardSkips(withAvatar)...)
 }
 
 // mustRead reads a card or fails the test.

@@ -84,3 +84,47 @@ func TestDiffFields(t *testing.T) {
 		}
 	})
 }
+
+type card struct {
+	Name   string
+	Avatar []byte
+	Book   *book
+}
+
+func TestDiffFieldsExcept(t *testing.T) {
+	t.Parallel()
+	base := func() *card {
+		return &card{Name: "c", Avatar: []byte("png"), Book: &book{Name: "b"}}
+	}
+	tests := []struct {
+		name  string
+		skip  []string
+		edit  func(*card) *card
+		fails []string
+	}{
+		{name: "same", edit: func(c *card) *card { return c }},
+		{name: "image skipped", skip: []string{"Avatar"}, edit: func(c *card) *card { c.Avatar = nil; return c }},
+		{name: "image compared by size", edit: func(c *card) *card { c.Avatar = []byte("jpeg"); return c }, fails: []string{"card.Avatar: want 3 bytes, got 4 bytes"}},
+		{name: "other field still compared", skip: []string{"Avatar"}, edit: func(c *card) *card { c.Book.Name = "x"; return c }, fails: []string{"card.Book.Name:"}},
+		{name: "nil got", edit: func(*card) *card { return nil }, fails: []string{"card:"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			r := &recorder{TB: t}
+			want := base()
+			DiffFieldsExcept(r, "card", want, tc.edit(base()), tc.skip...)
+			if want.Avatar == nil {
+				t.Error("the skipped field was cleared on the caller's value")
+			}
+			if len(r.errs) != len(tc.fails) {
+				t.Fatalf("reported %q, want failures at %q", r.errs, tc.fails)
+			}
+			for i, f := range tc.fails {
+				if !strings.HasPrefix(r.errs[i], f) {
+					t.Errorf("failure %d = %q, want it to start %q", i, r.errs[i], f)
+				}
+			}
+		})
+	}
+}
