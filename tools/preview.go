@@ -23,10 +23,14 @@ import (
 
 // The card preview is an MCP App (the ext-apps extension): get_card and review_card name its
 // ui:// resource in their tool metadata, and put what it shows in their result's _meta under
-// previewKey (hosts give _meta to the app, not to the model); the host renders the page in a
-// sandboxed frame and hands it the result. The page is self-contained (its script and style
-// inline, allowed by their hashes in its Content-Security-Policy; images only as data: URIs)
-// and sets card text as text only.
+// previewKey (hosts give _meta to the app, not to the model; the page falls back to get_card's
+// structuredContent); the host renders the page in a sandboxed frame and hands it the result.
+// The page's script is the view (preview/src/card.js) on the MCP Apps SDK's App class, bundled
+// with the SDK by preview/src (esbuild, pinned there) into preview/card.bundle.js, which is
+// checked in so that building this module needs no Node. The page is self-contained (its script
+// and style inline, allowed by their hashes in its Content-Security-Policy; no eval, images only
+// as data: URIs, nothing loaded), so its _meta.ui.csp asks the host for no domain; it sets card
+// text as text only.
 const (
 	previewURI  = "ui://cardwriter/card-preview"
 	previewMIME = "text/html;profile=mcp-app"
@@ -40,7 +44,7 @@ var (
 	previewPage string
 	//go:embed preview/card.css
 	previewCSS string
-	//go:embed preview/card.js
+	//go:embed preview/card.bundle.js
 	previewJS string
 )
 
@@ -68,7 +72,7 @@ func addPreview(srv *server.MCPServer) {
 		mcp.WithMIMEType(previewMIME))
 	srv.AddResource(res, func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		return []mcp.ResourceContents{mcp.TextResourceContents{URI: previewURI, MIMEType: previewMIME, Text: previewHTML(),
-			Meta: map[string]any{"ui": map[string]any{"csp": map[string]any{}, "prefersBorder": true}}}}, nil
+			Meta: map[string]any{"ui": map[string]any{"csp": map[string]any{}, "prefersBorder": true}}}}, nil // csp: no domain, nothing is loaded
 	})
 }
 
