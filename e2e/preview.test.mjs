@@ -99,8 +99,18 @@ describe('the card preview under the official MCP Apps host bridge', { skip: chr
       // The text of the view's elements matching selector.
       const texts = (selector) => frame.$$eval(selector, (els) => els.map((e) => e.textContent));
       const firing = () => texts('.entry.fires .name');
-      // The card fits the frame the host gave the view: nothing of it is cut off.
-      const fits = () => frame.waitForFunction(() => document.getElementById('card').getBoundingClientRect().bottom <= window.innerHeight, { timeout: 10000 });
+      // Waits until the card fits the frame the host gave the view (nothing of it cut off); fails
+      // with the content's and the frame's heights and the sizes the view reported.
+      const fits = async () => {
+        const fitting = () => document.getElementById('card').getBoundingClientRect().bottom <= window.innerHeight;
+        try {
+          await frame.waitForFunction(fitting, { timeout: 10000 });
+        } catch (err) {
+          const [content, viewport] = await frame.evaluate(() => [Math.ceil(document.documentElement.scrollHeight), window.innerHeight]);
+          const sizes = await call((v) => window.previewHost.sizes(v), id);
+          assert.fail(`the card is cut off: its content is ${content} px in a ${viewport} px frame; the view reported ${JSON.stringify(sizes)} (${err.message})`);
+        }
+      };
 
       before(() => {
         host.errors.length = 0;
@@ -176,6 +186,9 @@ describe('the card preview under the official MCP Apps host bridge', { skip: chr
         await call((v) => window.previewHost.context(v, { theme: 'light', displayMode: 'fullscreen' }), id);
         await frame.waitForFunction(() => document.documentElement.dataset.theme === 'light' && document.documentElement.dataset.displayMode === 'fullscreen', { timeout: 10000 });
         assert.equal(await color(), light);
+        // The host's style variables win over the view's own colors.
+        await call((v) => window.previewHost.context(v, { styles: { variables: { '--color-text-primary': 'rgb(10, 20, 30)' } } }), id);
+        await frame.waitForFunction(() => getComputedStyle(document.body).color === 'rgb(10, 20, 30)', { timeout: 10000 });
       });
 
       it('answers ui/resource-teardown', async () => {
