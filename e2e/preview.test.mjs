@@ -46,6 +46,7 @@ describe('the card preview under the official MCP Apps host bridge', { skip: chr
   let resource;
   let getCard;
   let review;
+  let missing;
   let artifacts;
 
   before(async () => {
@@ -70,6 +71,8 @@ describe('the card preview under the official MCP Apps host bridge', { skip: chr
     await ok('write_worldbook_document', { worldbookId: shelf.worldbookId, binding: { roleId: card.roleId }, entries: [] });
     getCard = await callTool('v1', client, 'get_card', { roleId: card.roleId });
     review = await callTool('v1', client, 'review_card', { roleId: card.roleId });
+    missing = await callTool('v1', client, 'get_card', { roleId: 'r_no_such_card' });
+    assert.equal(missing.isError, true);
     assert.ok(getCard._meta?.[KEY] && review._meta?.[KEY], 'get_card and review_card carry the preview in _meta');
     assert.equal(byName.get_card._meta?.ui?.resourceUri, PREVIEW);
     assert.equal(byName.review_card._meta?.ui?.resourceUri, PREVIEW);
@@ -211,8 +214,10 @@ describe('the card preview under the official MCP Apps host bridge', { skip: chr
         const why = (await texts('#empty'))[0];
         assert.match(why, /_meta/);
         assert.match(why, /get_card/);
-        await call((v, r) => window.previewHost.toolResult(v, r), id, { content: [{ type: 'text', text: 'Card r_x not found.' }], isError: true });
-        await frame.waitForFunction(() => /failed.*Card r_x not found/.test(document.getElementById('empty').textContent), { timeout: 10000 });
+        await shot('no-card');
+        await call((v, r) => window.previewHost.toolResult(v, r), id, missing);
+        await frame.waitForFunction((m) => document.getElementById('empty').textContent.endsWith(m), { timeout: 10000 }, missing.content[0].text);
+        assert.match((await texts('#empty'))[0], /^The tool call failed/);
         const out = await call((v) => window.previewHost.teardown(v), id);
         assert.equal(out.ok, true, `ui/resource-teardown: ${out.message}`);
       });

@@ -105,11 +105,18 @@ export async function startAppHost(chromium) {
     page,
     errors,
     sandboxUrl: `${sandboxServer.origin}/sandbox.html`,
-    /** Resolves with the first error logged (from now on, or already) that matches re. */
-    errorMatching(re) {
+    /** Resolves with the first error logged (already, or within timeoutMs) that matches re. */
+    errorMatching(re, timeoutMs = 10000) {
       const seen = errors.find((e) => re.test(e));
       if (seen) return Promise.resolve(seen);
-      return new Promise((resolve) => waiters.add({ re, resolve }));
+      return new Promise((resolve, reject) => {
+        const w = { re, resolve: (line) => { clearTimeout(timer); resolve(line); } };
+        const timer = setTimeout(() => {
+          waiters.delete(w);
+          reject(new Error(`no error matching ${re} was logged in ${timeoutMs} ms: ${JSON.stringify(errors)}`));
+        }, timeoutMs);
+        waiters.add(w);
+      });
     },
     async stop() {
       await browser.close();

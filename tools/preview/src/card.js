@@ -35,8 +35,11 @@ function status(text) {
 // structuredContent alone still has it), else a string saying why there is nothing.
 function previewOf(result) {
   if (!isObject(result)) return 'The host sent a tool result with nothing in it.';
-  const text = Array.isArray(result.content) ? result.content.filter((c) => c && c.type === 'text').map((c) => c.text).join('\n') : '';
-  if (result.isError) return 'The tool call failed, so there is no card to show: ' + (text || 'no message.');
+  if (result.isError) {
+    // The first text block is the message (the server's second one is its JSON envelope).
+    const first = Array.isArray(result.content) ? result.content.find((c) => c && c.type === 'text' && typeof c.text === 'string') : undefined;
+    return 'The tool call failed, so there is no card to show: ' + (first ? first.text : 'no message.');
+  }
   const meta = isObject(result._meta) ? result._meta[KEY] : undefined;
   if (isObject(meta)) return meta;
   const sc = result.structuredContent;
