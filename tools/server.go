@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -12,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
@@ -63,6 +66,11 @@ type Options struct {
 	// by which the model loads the other toolsets (of those Filter selects) when it needs them;
 	// the server declares tools.listChanged and tells the client of each change.
 	Dynamic bool
+	// Revisions keeps, before every write that replaces or deletes an author's content, what
+	// it replaces, for list_revisions, diff_revision and restore_revision; nil keeps them in
+	// memory for the life of the server. A retention keeping none turns revisions off (and
+	// the revisions toolset is not served).
+	Revisions *RevisionStore
 	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the
 	// shared session state records what sessions negotiate).
 	Hooks *server.Hooks
@@ -124,6 +132,14 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	if d.aside == nil {
 		d.aside = aside.NewMemory()
 	}
+	d.revs = opts.Revisions
+	if d.revs == nil {
+		d.revs = revisions.New(store.NewMemory(), revisions.DefaultRetention())
+	}
+	if !d.revs.Retention().Enabled() {
+		d.revs = nil
+		selected = slices.DeleteFunc(selected, func(t Tool) bool { return t.Toolset == ToolsetRevisions })
+	}
 	if opts.Observer != nil {
 		d.aside = observedAside{d.aside, opts.Observer}
 	}
@@ -170,6 +186,8 @@ type deps struct {
 	log      *slog.Logger
 	aside    AsideStore
 	files    *LocalFiles
+	revs     *RevisionStore // nil: revisions are off
+	users    users
 }
 
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
@@ -231,6 +249,9 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
 		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log}
+	if d.revs != nil && (t.Revise != nil || t.Toolset == ToolsetRevisions) {
+		call.revs = &reviser{d: d, client: clientName(ctx)}
+	}
 	data, err := handle(ctx, call)
 	var ask *needInput
 	var decodeErr *upstream.UnreadableError
@@ -246,7 +267,13 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if err != nil {
 		return fail(err)
 	}
-	res := successResult(t.Summary(out), out, data)
+	summary := t.Summary(out)
+	if call.revs != nil && len(call.revs.kept) > 0 {
+		if summary, data, err = call.addRevision(out, summary); err != nil {
+			return fail(err)
+		}
+	}
+	res := successResult(summary, out, data)
 	if call.Content != nil {
 		res.Content = append(res.Content[:1:1], call.Content...)
 	}

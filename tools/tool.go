@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -23,9 +24,10 @@ const (
 	ToolsetWorldbook = "worldbook"
 	ToolsetTrial     = "trial"
 	ToolsetTavern    = "tavern"
+	ToolsetRevisions = "revisions"
 )
 
-var toolsetOrder = []string{ToolsetCards, ToolsetAuthoring, ToolsetWorldbook, ToolsetTrial, ToolsetTavern}
+var toolsetOrder = []string{ToolsetCards, ToolsetAuthoring, ToolsetWorldbook, ToolsetTrial, ToolsetTavern, ToolsetRevisions}
 
 // Toolsets returns the names of every toolset, in registry order.
 func Toolsets() []string { return slices.Clone(toolsetOrder) }
@@ -56,6 +58,10 @@ type Tool struct {
 	// results: it returns the result's _meta from its structured content. A handler may set
 	// Call.Meta instead.
 	Preview func(out map[string]any) map[string]any
+	// Revise, for a write that replaces or deletes an author's content, reads what the call
+	// will replace and keeps it as a revision (Call.keep), right before the write goes out
+	// (Call.beforeWrite); its result then names the revision (revise.go). Nil for other tools.
+	Revise HandlerRevise
 	// Check names, for a write whose answer may be unreadable, the read tool that shows
 	// whether it was applied (said in the error, so that a model does not blindly repeat it).
 	Check string
@@ -136,6 +142,7 @@ func definitions() []Tool {
 	all = append(all, triggerTools()...)
 	all = append(all, trialTools()...)
 	all = append(all, tavernTools()...)
+	all = append(all, revisionTools()...)
 	return all
 }
 
@@ -167,6 +174,11 @@ func build(defs []Tool) ([]Tool, error) {
 		in, outSchema, err := t.schemas()
 		if err != nil {
 			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+		}
+		if t.Revise != nil {
+			if outSchema, err = withRevision(outSchema); err != nil {
+				return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+			}
 		}
 		// What is advertised is also what validates: one schema, in its portable form.
 		in, outSchema = schema.Portable(in), schema.Portable(outSchema)
@@ -211,4 +223,22 @@ func (t *Tool) schemas() (in, out map[string]any, err error) {
 	}
 	out, err = schema.OperationResult(t.Operation)
 	return in, out, err
+}
+
+// withRevision returns the output schema of a write that keeps revisions: out with an optional
+// revision object (schema/tools.json $defs/RevisionKept).
+func withRevision(out map[string]any) (map[string]any, error) {
+	def, err := schema.ToolDef("RevisionKept")
+	if err != nil {
+		return nil, err
+	}
+	out = maps.Clone(out)
+	props, _ := out["properties"].(map[string]any)
+	props = maps.Clone(props)
+	if props == nil {
+		props = map[string]any{}
+	}
+	props["revision"] = def
+	out["properties"] = props
+	return out, nil
 }
