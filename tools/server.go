@@ -98,8 +98,11 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	instructions := opts.Instructions
 	if instructions == "" {
 		instructions = defaultInstructions
+		if opts.Revisions == nil || opts.Revisions.Retention().Enabled() {
+			instructions += " " + revisionsInstruction
+		}
 		if opts.Dynamic {
-			instructions += " Only the cards toolset is loaded at first: call list_toolsets, then enable_toolset with the toolset the task needs (authoring, worldbook, trial, tavern)."
+			instructions += " Only the cards toolset is loaded at first: call list_toolsets, then enable_toolset with the toolset the task needs (authoring, worldbook, trial, tavern, revisions)."
 		} else if len(selected) < len(All()) {
 			instructions += " This server serves only some of these tools (see tools/list); the others are not available here."
 		}
@@ -174,6 +177,9 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 	"test_worldbook_triggers shows which worldbook entries a passage or chat would fire, as SillyTavern activates them. " +
 	"A result with isError carries a message to act on; invalid arguments name every failing field. " +
 	"The prompts author_card, build_worldbook and try_card_as_trial walk through these workflows."
+
+// revisionsInstruction tells the model that writes can be undone (when revisions are kept).
+const revisionsInstruction = "Every write that replaces or deletes content first keeps a revision: restore_revision undoes it."
 
 // deps is what every tool handler is given besides its call.
 type deps struct {

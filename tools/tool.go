@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -103,7 +104,7 @@ func (t Tool) MCPTool() mcp.Tool {
 //
 // The rules this registry follows:
 //   - readOnly: true exactly for tools that only read (get_*, list_*, whoami, validate_card,
-//     export_tavern_card, test_worldbook_triggers).
+//     export_tavern_card, test_worldbook_triggers, diff_revision).
 //   - destructive: true when a call can delete stored content or overwrite stored content that
 //     the caller did not restate: deletes, full replacements (opening lines, a trial card) and
 //     writes whose fields replace the stored ones (card profile, card document sections,
@@ -179,6 +180,9 @@ func build(defs []Tool) ([]Tool, error) {
 			if outSchema, err = withRevision(outSchema); err != nil {
 				return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
 			}
+			if t.Toolset != ToolsetRevisions {
+				t.Description = withRevisionNote(t.Description)
+			}
 		}
 		// What is advertised is also what validates: one schema, in its portable form.
 		in, outSchema = schema.Portable(in), schema.Portable(outSchema)
@@ -241,4 +245,17 @@ func withRevision(out map[string]any) (map[string]any, error) {
 	props["revision"] = def
 	out["properties"] = props
 	return out, nil
+}
+
+// revisionNote is the sentence the description of every write that keeps revisions carries.
+const revisionNote = " restore_revision undoes it."
+
+// withRevisionNote returns a write's description with revisionNote ending its text, before
+// its example.
+func withRevisionNote(desc string) string {
+	text, example, ok := strings.Cut(desc, "\n\nExample:")
+	if !ok {
+		return desc + revisionNote
+	}
+	return text + revisionNote + "\n\nExample:" + example
 }
