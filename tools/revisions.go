@@ -60,7 +60,7 @@ func revisionTools() []Tool {
 			Title:   "Compare a revision with now",
 			Description: "Show what differs between a revision and the object now: fields (long text as a line diff, - kept, " +
 				"+ now) and entries added, changed or deleted since. It is what restore_revision would undo.\n\n" +
-				`Example: {"revisionId":"rv_aaaxy3kq7m2d4hzl5q7m2a4e6u"}`,
+				`Example: {"revisionId":"rv_0cj4r7mq2a5dkhv1tq8n3e6g0s"}`,
 			Annotations: readHints(),
 			Handler:     diffRevision,
 			Summary: func(out map[string]any) string {
@@ -81,7 +81,7 @@ func revisionTools() []Tool {
 			Description: "Put a card, worldbook or trial card back as a revision kept it, undoing the writes since. The state it " +
 				"replaces is kept as a new revision. Asks the user first when the client can; reports what it could not " +
 				"restore (deleted entries return with new ids).\n\n" +
-				`Example: {"revisionId":"rv_aaaxy3kq7m2d4hzl5q7m2a4e6u"}`,
+				`Example: {"revisionId":"rv_0cj4r7mq2a5dkhv1tq8n3e6g0s"}`,
 			// Destructive (it overwrites the current state); not idempotent (each call keeps a revision).
 			Annotations: hints(false, true, false, true),
 			Check:       "diff_revision",

@@ -133,14 +133,14 @@ func New(kv store.KV, keep Retention) *Store { return &Store{kv: kv, keep: keep,
 func (s *Store) Retention() Retention { return s.keep }
 
 // newID returns a revision id: "rv_", then the time in milliseconds and ten random bytes, in
-// lowercase base32 (ids of one user sort by time).
+// lowercase base32hex (so that ids sort by time).
 func newID(at time.Time) string {
 	var ms [8]byte
 	binary.BigEndian.PutUint64(ms[:], uint64(at.UnixMilli()))
 	var b [16]byte
 	copy(b[:6], ms[2:]) // 48 bits of milliseconds: until the year 10889
 	_, _ = rand.Read(b[6:])
-	return "rv_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+	return "rv_" + strings.ToLower(base32.HexEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
 }
 
 // validID reports whether id could be a revision id, before it names a key.
@@ -150,7 +150,7 @@ func validID(id string) bool {
 		return false
 	}
 	for _, c := range rest {
-		if (c < 'a' || c > 'z') && (c < '2' || c > '7') {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'v') {
 			return false
 		}
 	}
