@@ -154,7 +154,7 @@ func (c *Call) addRevision(out map[string]any, summary string) (string, json.Raw
 	}
 	if r.drops > 0 {
 		rev["dropped"] = r.drops
-		s += fmt.Sprintf(" The retention dropped the %s.", phrase.Count(int64(r.drops), "oldest revision", "oldest revisions"))
+		s += fmt.Sprintf(" Retention dropped %s, the oldest.", phrase.Count(int64(r.drops), "revision", "revisions"))
 	}
 	if len(r.notes) > 0 {
 		rev["notKept"] = strings.Join(r.notes, " ")

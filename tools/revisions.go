@@ -341,31 +341,57 @@ func jsonNonNil[T any](s []T) []T {
 	return s
 }
 
-// entryDiff returns the entries added since the revision, changed, and deleted.
-func entryDiff(kept, now []map[string]json.RawMessage) (added, changed, deleted []any) {
-	keptByID := map[string]map[string]json.RawMessage{}
-	for _, e := range kept {
-		keptByID[entryID(e)] = e
+// pairEntries pairs each entry now with the kept entry it is: the one of the same id, or, for
+// an entry whose id the revision does not hold, a kept entry of the same content whose id is
+// gone (a deleted entry a restore created anew). It returns, for each entry now, the index of
+// its kept entry or -1.
+func pairEntries(kept, now []map[string]json.RawMessage) []int {
+	keptByID := map[string]int{}
+	for i, e := range kept {
+		keptByID[entryID(e)] = i
 	}
-	nowByID := map[string]bool{}
-	added, changed, deleted = []any{}, []any{}, []any{}
-	for _, e := range now {
-		id := entryID(e)
-		nowByID[id] = true
-		k, ok := keptByID[id]
-		switch {
-		case !ok:
-			added = append(added, entryBrief(e))
-		default:
-			if f := changedFields(k, e); len(f) > 0 {
-				b := entryBrief(e)
-				b["fields"] = f
-				changed = append(changed, b)
+	pair := make([]int, len(now))
+	taken := make([]bool, len(kept))
+	for i, e := range now {
+		pair[i] = -1
+		if k, ok := keptByID[entryID(e)]; ok {
+			pair[i], taken[k] = k, true
+		}
+	}
+	for i, e := range now {
+		if pair[i] >= 0 {
+			continue
+		}
+		for k, ke := range kept {
+			if !taken[k] && len(changedFields(ke, e)) == 0 {
+				pair[i], taken[k] = k, true
+				break
 			}
 		}
 	}
-	for _, e := range kept {
-		if !nowByID[entryID(e)] {
+	return pair
+}
+
+// entryDiff returns the entries added since the revision, changed, and deleted.
+func entryDiff(kept, now []map[string]json.RawMessage) (added, changed, deleted []any) {
+	added, changed, deleted = []any{}, []any{}, []any{}
+	pair := pairEntries(kept, now)
+	taken := make([]bool, len(kept))
+	for i, e := range now {
+		k := pair[i]
+		if k < 0 {
+			added = append(added, entryBrief(e))
+			continue
+		}
+		taken[k] = true
+		if f := changedFields(kept[k], e); len(f) > 0 {
+			b := entryBrief(e)
+			b["fields"] = f
+			changed = append(changed, b)
+		}
+	}
+	for k, e := range kept {
+		if !taken[k] {
 			deleted = append(deleted, entryBrief(e))
 		}
 	}
@@ -539,31 +565,27 @@ func restoreWorldbook(ctx context.Context, c *Call, rev *revisions.Revision, out
 	if !slices.Equal(st.Tags, cur.Tags) {
 		meta["tags"] = st.Tags
 	}
-	keptByID := map[string]map[string]json.RawMessage{}
-	for _, e := range st.Entries {
-		keptByID[entryID(e)] = e
-	}
-	nowByID := map[string]map[string]json.RawMessage{}
+	pair := pairEntries(st.Entries, cur.Entries)
+	taken := make([]bool, len(st.Entries))
 	var ops []map[string]any
-	for _, e := range cur.Entries {
-		eid := entryID(e)
-		nowByID[eid] = e
-		k, ok := keptByID[eid]
-		if !ok {
-			ops = append(ops, map[string]any{"op": "delete", "entryId": eid})
+	for i, e := range cur.Entries {
+		k := pair[i]
+		if k < 0 {
+			ops = append(ops, map[string]any{"op": "delete", "entryId": entryID(e)})
 			continue
 		}
-		if f := changedFields(k, e); len(f) > 0 {
-			op := map[string]any{"op": "update", "entryId": eid}
+		taken[k] = true
+		if f := changedFields(st.Entries[k], e); len(f) > 0 {
+			op := map[string]any{"op": "update", "entryId": entryID(e)}
 			for _, name := range f {
-				op[name] = k[name]
+				op[name] = st.Entries[k][name]
 			}
 			ops = append(ops, op)
 		}
 	}
 	recreated := 0
-	for _, e := range st.Entries {
-		if nowByID[entryID(e)] != nil {
+	for k, e := range st.Entries {
+		if taken[k] {
 			continue
 		}
 		op := map[string]any{"op": "create"}
