@@ -77,10 +77,12 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.toolsets, "toolsets", "", "comma-separated toolsets to serve (default: all): "+strings.Join(tools.Toolsets(), ", "))
 	fs.StringVar(&f.tools, "tools", "", "comma-separated tool names to serve (default: all in the chosen toolsets)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "serve only tools that change nothing (readOnlyHint)")
-	def := revisions.DefaultRetention()
-	fs.IntVar(&f.keep.PerObject, "revisions-per-object", def.PerObject, "revisions kept per card, worldbook or trial card before the writes that replace their content (0: keep none, and serve no revisions tools)")
-	fs.DurationVar(&f.keep.MaxAge, "revisions-max-age", def.MaxAge, "drop revisions older than this (0: no age limit)")
-	fs.Int64Var(&f.keep.UserBytes, "revisions-user-bytes", def.UserBytes, "the size of one user's revisions together, in bytes; the oldest go first (0: no limit)")
+	f.keep = revisions.DefaultRetention()
+	if name := fs.Name(); name == "stdio" || name == "http" {
+		fs.IntVar(&f.keep.PerObject, "revisions-per-object", f.keep.PerObject, "revisions kept per card, worldbook or trial card before the writes that replace their content (0: keep none, and serve no revisions tools)")
+		fs.DurationVar(&f.keep.MaxAge, "revisions-max-age", f.keep.MaxAge, "drop revisions older than this (0: no age limit)")
+		fs.Int64Var(&f.keep.UserBytes, "revisions-user-bytes", f.keep.UserBytes, "the size of one user's revisions together, in bytes; the oldest go first (0: no limit)")
+	}
 	f.logFlags.register(fs)
 	// A saved sign-in belongs to one person: only the stdio server (run by that person's
 	// desktop host) uses it; the HTTP server serves many clients and authorizes them itself.
@@ -100,6 +102,9 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 	logger, err := f.logger(stderr)
 	if err != nil {
 		return nil, err
+	}
+	if f.keep.PerObject < 0 || f.keep.MaxAge < 0 || f.keep.UserBytes < 0 {
+		return nil, errors.New("--revisions-per-object, --revisions-max-age and --revisions-user-bytes must not be negative")
 	}
 	b := &backend{logger: logger}
 	client, svc, err := f.newClient(logger, sandboxBase)
