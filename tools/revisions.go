@@ -41,8 +41,8 @@ func revisionTools() []Tool {
 			Name:    "list_revisions",
 			Toolset: ToolsetRevisions,
 			Title:   "List revisions",
-			Description: "List the revisions kept before writes (newest first) of one card (roleId), worldbook (worldbookId) or " +
-				"trial card (clientKey), or of everything. Each has revisionId, time, tool and changes.\n\n" +
+			Description: "List the revisions kept before writes, newest first: of a card (roleId), worldbook (worldbookId), " +
+				"trial card (clientKey), or all. Page on with nextCursor as cursor.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Annotations: readHints(),
 			Handler:     listRevisions,
@@ -58,8 +58,8 @@ func revisionTools() []Tool {
 			Name:    "diff_revision",
 			Toolset: ToolsetRevisions,
 			Title:   "Compare a revision with now",
-			Description: "Show what differs between a revision and the object now: fields (long text as a line diff, - kept, " +
-				"+ now) and entries added, changed or deleted since. It is what restore_revision would undo.\n\n" +
+			Description: "Show what differs between a revision and now: fields (long text as a line diff, - kept, + now) and " +
+				"entries added, changed or deleted since: what restore_revision would undo.\n\n" +
 				`Example: {"revisionId":"rv_0cj4r7mq2a5dkhv1tq8n3e6g0s"}`,
 			Annotations: readHints(),
 			Handler:     diffRevision,
@@ -78,9 +78,8 @@ func revisionTools() []Tool {
 			Name:    "restore_revision",
 			Toolset: ToolsetRevisions,
 			Title:   "Restore a revision",
-			Description: "Put a card, worldbook or trial card back as a revision kept it, undoing the writes since. The state it " +
-				"replaces is kept as a new revision. Asks the user first when the client can; reports what it could not " +
-				"restore (deleted entries return with new ids).\n\n" +
+			Description: "Put a card, worldbook or trial card back as a revision kept it. What it replaces is kept as a new " +
+				"revision. Asks the user first when the client can; notRestored says what it could not put back.\n\n" +
 				`Example: {"revisionId":"rv_0cj4r7mq2a5dkhv1tq8n3e6g0s"}`,
 			// Destructive (it overwrites the current state); not idempotent (each call keeps a revision).
 			Annotations: hints(false, true, false, true),
