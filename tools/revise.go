@@ -3,8 +3,6 @@ package tools
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -388,20 +386,15 @@ func trialDigests(card json.RawMessage) (map[string]string, error) {
 	if err := json.Unmarshal(card, &m); err != nil {
 		return nil, err
 	}
-	out := map[string]string{}
+	values := map[string]any{}
 	for f, empty := range trialFields {
 		v, ok := m[f]
 		if !ok || v == nil {
 			v = empty
 		}
-		canon, err := jsontext.Canonical(v)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(canon)
-		out[f] = hex.EncodeToString(sum[:])
+		values[f] = v
 	}
-	return out, nil
+	return jsontext.Digests(values)
 }
 
 // trialNow is a live trial card as the service shows it.

@@ -4,6 +4,8 @@ package jsontext
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"unicode/utf8"
 )
@@ -48,6 +50,21 @@ func Canonical(v any) ([]byte, error) {
 		}
 		out = append(out, data[i], data[i+1]) // another escape: copied whole, so \\u2028 stays text
 		i++
+	}
+	return out, nil
+}
+
+// Digests returns the lowercase hex SHA-256 of each value's Canonical JSON, by name (a trial
+// card's sections digests).
+func Digests(values map[string]any) (map[string]string, error) {
+	out := make(map[string]string, len(values))
+	for name, v := range values {
+		canon, err := Canonical(v)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(canon)
+		out[name] = hex.EncodeToString(sum[:])
 	}
 	return out, nil
 }

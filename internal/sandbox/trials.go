@@ -1,8 +1,6 @@
 package sandbox
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"slices"
 	"time"
@@ -37,16 +35,7 @@ func (c *trialCard) digests() (map[string]string, error) {
 		"roleName": c.RoleName, "roleDesc": c.RoleDesc, "roleWelcome": c.RoleWelcome,
 		"welcomeAlternates": c.WelcomeAlternates, "prologue": c.Prologue, "sections": c.Sections,
 	}
-	out := make(map[string]string, len(values))
-	for name, v := range values {
-		canon, err := jsontext.Canonical(v)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(canon)
-		out[name] = hex.EncodeToString(sum[:])
-	}
-	return out, nil
+	return jsontext.Digests(values)
 }
 
 // trial is a stored trial card with the summary of its last upsert.
