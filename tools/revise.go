@@ -298,9 +298,17 @@ var entryKeptOut = []string{"lastUpdateTime", "activationCount"}
 
 // worldbookSnapshot reads a worldbook's metadata and entries.
 func worldbookSnapshot(ctx context.Context, client *upstream.Client, id string) (worldbookState, error) {
-	wb, err := client.GetWorldbook(ctx, id)
-	if err != nil {
-		return worldbookState{}, err
+	return worldbookSnapshotOf(ctx, client, id, nil)
+}
+
+// worldbookSnapshotOf is worldbookSnapshot with the worldbook's metadata already read (wb), or
+// nil to read it.
+func worldbookSnapshotOf(ctx context.Context, client *upstream.Client, id string, wb *upstream.Worldbook) (worldbookState, error) {
+	if wb == nil {
+		var err error
+		if wb, err = client.GetWorldbook(ctx, id); err != nil {
+			return worldbookState{}, err
+		}
 	}
 	var list struct {
 		Entries []map[string]json.RawMessage `json:"entries"`
@@ -539,7 +547,12 @@ func (c *Call) tavernRevise(ctx context.Context, kind, id string, next any) erro
 		}
 		return c.keep(ctx, kind, id, []string{"opening lines", "profile", "sections"}, st, "")
 	case revisions.KindWorldbook:
-		return keepWorldbook(ctx, c, id, []string{"entries imported"}, "")
+		wb, _ := next.(*upstream.Worldbook) // the import's own read, when it made one
+		st, err := worldbookSnapshotOf(ctx, c.Client, id, wb)
+		if err != nil {
+			return err
+		}
+		return c.keep(ctx, kind, id, []string{"entries imported"}, st, "")
 	case revisions.KindTrial:
 		body, err := json.Marshal(next)
 		if err != nil {

@@ -31,9 +31,9 @@ type Env struct {
 	// takes a Failure's and the card service's envelopes as they are, and anything else as internal.
 	Outcome func(ctx context.Context, err error) (env map[string]any, code string, internal bool)
 	// Revise, when set, is called right before an import first writes over something that
-	// exists (kind "card" by roleId, "worldbook" by worldbookId, "trial" by clientKey, with the
-	// upsertTrialCard body it will send as next), to keep it as a revision; its error stops the
-	// import before that write.
+	// exists (kind "card" by roleId; "worldbook" by worldbookId, with the *upstream.Worldbook the
+	// import has just read as next, or nil; "trial" by clientKey, with the upsertTrialCard body it
+	// will send as next), to keep it as a revision; its error stops the import before that write.
 	Revise func(ctx context.Context, kind, id string, next any) error
 }
 

@@ -70,7 +70,7 @@ func ImportWorldbook(ctx context.Context, c Env, in ImportWorldbookArgs) (json.R
 			return nil, err
 		}
 		out.WorldbookID, out.Name, out.Format = wb.WorldbookID, wb.Name, wb.Format
-		if err := c.revise(ctx, "worldbook", wb.WorldbookID, nil); err != nil {
+		if err := c.revise(ctx, "worldbook", wb.WorldbookID, wb); err != nil { // the read just made, reused
 			return nil, err
 		}
 		if _, err := loadRecord(ctx, c.Aside, keys.worldbook(wb.WorldbookID), &rec); err != nil {
