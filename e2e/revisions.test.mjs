@@ -2,8 +2,8 @@
 // on SillyTavern's real Seraphina card and Eldoria lorebook (internal/tavern/taverntest/real),
 // each write tool overwrites, clears or deletes, and restore_revision brings back exactly the
 // earlier state (field for field, entries by content); a restore of a restore; a declined
-// confirmation changes nothing; retention drops the oldest and says so; the stdio server's
-// revisions outlive a restart; two HTTP replicas sharing Redis list and restore each other's
+// confirmation changes nothing; retention drops the oldest and says so; the revisions outlive a
+// restart (stdio's file in the config dir, and the HTTP server's embedded state.db); two HTTP replicas sharing Redis list and restore each other's
 // revisions, and another signed-in user can neither list nor restore them. The Redis part needs
 // redis-server (skipped without it, failing under CI=true).
 import { test, describe, before, after } from 'node:test';
@@ -174,6 +174,31 @@ describe('revisions over stdio (the embedded store in the config dir)', () => {
       assert.deepEqual(await s.state('card', o.roleId), before);
     } finally {
       await s.client.close();
+    }
+  });
+
+  test('v2: over HTTP, the revisions outlive a restart of the embedded store (state.db)', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cw-rev-'));
+    const args = ['--sandbox', '--sandbox-data', path.join(dir, 'sandbox.json'), '--state-dir', path.join(dir, 'state')];
+    const start = async () => {
+      const p = await startProcess(['http', '--addr', '127.0.0.1:0', '--log-level', 'warn', ...args], /MCP endpoint: (http:\/\/\S+\/mcp)/);
+      return { p, s: await open('v2', { transport: 'http', url: p.match[1] }) };
+    };
+    let { p, s } = await start();
+    const card = await s.sc('create_card', { roleName: 'Restarted' });
+    await s.sc('set_opening_lines', { roleId: card.roleId, roleWelcome: 'Kept.', alternates: ['One.'] });
+    const before = await s.state('card', card.roleId);
+    const w = await s.write('set_opening_lines', { roleId: card.roleId, roleWelcome: 'Lost?', alternates: [] });
+    await s.client.close();
+    await p.stop();
+    ({ p, s } = await start());
+    try {
+      assert.equal((await s.sc('list_revisions', { roleId: card.roleId })).revisions[0].revisionId, w.id);
+      await s.sc('restore_revision', { revisionId: w.id });
+      assert.deepEqual(await s.state('card', card.roleId), before);
+    } finally {
+      await s.client.close();
+      await p.stop();
     }
   });
 
