@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,13 +54,16 @@ const maxCachedUsers = 10000
 
 // serviceUser returns who the call in ctx acts for on the card service: the card service's
 // base URL and the user's id there (GET /me, asked once per principal and cached). It is the
-// one place the revisions learn who the user is: the lead points it at i24-signin's user id.
+// one place the revisions learn who the user is; where upstream.Client names the user id
+// itself (branch i24-signin: Client.Principal returns it, "" when unknown), its body becomes
+// that id, refused when "".
 func (d *deps) serviceUser(ctx context.Context) (revisions.User, error) {
 	principal := d.client.Principal(ctx)
+	known := principal != "" && principal != "unknown" // an unknown principal is never cached
 	d.users.mu.Lock()
 	id, ok := d.users.m[principal]
 	d.users.mu.Unlock()
-	if !ok || principal == "unknown" {
+	if !ok || !known {
 		me, err := d.client.GetMe(ctx)
 		if err != nil {
 			return revisions.User{}, err
@@ -70,6 +72,9 @@ func (d *deps) serviceUser(ctx context.Context) (revisions.User, error) {
 			return revisions.User{}, errors.New("the card service named no userId (GET /me)")
 		}
 		id = me.UserID
+		if !known {
+			return revisions.User{BaseURL: d.client.BaseURL(), ID: id}, nil
+		}
 		d.users.mu.Lock()
 		if d.users.m == nil || len(d.users.m) >= maxCachedUsers {
 			d.users.m = map[string]string{}
@@ -520,7 +525,7 @@ func (c *Call) keepTrial(ctx context.Context, key string, changes []string, next
 // reviseUpsertTrial is the Revise of upsert_trial_card.
 func reviseUpsertTrial(ctx context.Context, c *Call) error {
 	changes := []string{"card"}
-	if bytes.Contains(c.Body, []byte(`"worldbook"`)) {
+	if slices.Contains(bodyKeys(c.Body), "worldbook") {
 		changes = append(changes, "worldbook entries")
 	}
 	return c.keepTrial(ctx, c.Params["clientKey"], changes, c.Body, "")
