@@ -24,7 +24,7 @@ for (const line of ['v1', 'v2', 'v2m']) {
         const byName = Object.fromEntries(start.map((t) => [t.name, t]));
 
         const sets = assertSuccess(line, byName.list_toolsets, await callTool(line, client, 'list_toolsets', {}));
-        assert.deepEqual(sets.toolsets.map((s) => s.name), ['cards', 'authoring', 'worldbook', 'trial', 'tavern']);
+        assert.deepEqual(sets.toolsets.map((s) => s.name), ['cards', 'authoring', 'worldbook', 'trial', 'tavern', 'revisions']);
         assert.deepEqual(sets.toolsets.filter((s) => s.enabled).map((s) => s.name), ['cards']);
 
         const enabled = assertSuccess(line, byName.enable_toolset, await callTool(line, client, 'enable_toolset', { toolset: 'authoring' }));

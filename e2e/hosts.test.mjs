@@ -203,6 +203,17 @@ for (const { line, transport } of COMBINATIONS) {
         assert.equal(v3.lorebook.spec, 'lorebook_v3');
         await bad('export_tavern_worldbook', { worldbookId: lore.worldbookId, format: 'gif' }, 'invalid_arguments');
 
+        // The revisions toolset: the write_card_document above kept what it replaced.
+        const revs = await good('list_revisions', { roleId });
+        const docRev = revs.revisions.find((r) => r.tool === 'write_card_document');
+        assert.ok(docRev, JSON.stringify(revs));
+        await bad('list_revisions', { roleId, worldbookId }, 'invalid_arguments');
+        assert.equal((await good('diff_revision', { revisionId: docRev.revisionId })).same, false);
+        await bad('diff_revision', { revisionId: 'rv_00000000000000000000000000' }, 'revision_not_found');
+        await good('restore_revision', { revisionId: docRev.revisionId });
+        await bad('restore_revision', { revisionId: 'not-a-revision' }, 'invalid_arguments');
+        await good('write_card_document', { roleId, sections: { description: 'Mira Vale captains the Kestrel.', personality: 'Dry.' } });
+
         // publish_card: an empty card is refused with its report; the ready card is submitted.
         const empty = await good('create_card', { roleName: 'Empty' });
         const refused = await bad('publish_card', { roleId: empty.roleId }, 'validation_failed');

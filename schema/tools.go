@@ -82,3 +82,13 @@ func toolSchema(name, which string) (map[string]any, error) {
 	}
 	return s, nil
 }
+
+// ToolDef returns a self-contained schema of tools.json's $defs, read tolerantly like an
+// output's: a shape several tools' results share (the revision a write kept).
+func ToolDef(name string) (map[string]any, error) {
+	s, err := toolsDoc.inlineAt("#/$defs/"+escapePointer(name), true)
+	if err != nil {
+		return nil, fmt.Errorf("tools.json $defs/%s: %w", name, err)
+	}
+	return Tolerant(s), nil
+}

@@ -13,11 +13,12 @@ import (
 )
 
 // idFields are the fields of arguments and results that name what a write acted on.
-var idFields = []string{"roleId", "worldbookId", "imageId", "clientKey", "avatarImageId", "backgroundImageId"}
+var idFields = []string{"roleId", "worldbookId", "imageId", "clientKey", "avatarImageId", "backgroundImageId", "revisionId"}
 
 // audit writes the audit line of a write: who (a digest of the card service token, the MCP
-// session and client), which tool, the ids it acted on, its outcome and duration. Never the
-// arguments' text, a result's content or a token.
+// session and client), which tool, the ids it acted on (revisionKept: the revision it kept;
+// revisionId: the one restore_revision put back), its outcome and duration. Never the
+// arguments' text, a result's content, a revision's content or a token.
 func audit(ctx context.Context, log *slog.Logger, d *deps, t *Tool, req mcp.CallToolRequest, res *mcp.CallToolResult, code string, dur time.Duration) {
 	if log == nil || t.ReadOnly() {
 		return
@@ -31,6 +32,10 @@ func audit(ctx context.Context, log *slog.Logger, d *deps, t *Tool, req mcp.Call
 		}
 		if list, ok := m["createdEntryIds"].([]any); ok && len(list) > 0 {
 			ids["createdEntryIds"] = list
+		}
+		if rev, ok := m["revision"].(map[string]any); ok {
+			// The revision the write kept: its id, never its content.
+			ids["revisionKept"] = rev["revisionId"]
 		}
 	}
 	if raw, err := rawArguments(req); err == nil && len(raw) > 0 {

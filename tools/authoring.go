@@ -45,6 +45,7 @@ func authoringTools() []Tool {
 				`"alternates":["\"Another stowaway? Fine. Sit.\""],"prologue":["Sorry, Captain. Traffic at the gate.","Who are you?"]}`,
 			Operation:   "setOpeningLines",
 			Annotations: replaceHints(),
+			Revise:      reviseOpeningLines,
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Saved the opening lines of card %s.", str(out, "roleId"))
 			},
@@ -59,6 +60,7 @@ func authoringTools() []Tool {
 				`Example: {"roleId":"r_8f2c1a","roleDesc":"A smuggler captain with a debt to pay.","tags":["sci-fi","adventure"]}`,
 			Operation:   "updateCardProfile",
 			Annotations: replaceHints(),
+			Revise:      reviseProfile,
 			Summary: func(out map[string]any) string {
 				if name := str(out, "roleName"); name != "" {
 					return fmt.Sprintf("Updated the profile of card %s %s.", str(out, "roleId"), quoted(name))
@@ -76,6 +78,7 @@ func authoringTools() []Tool {
 				`"personality":"Dry, loyal, reckless when cornered.","scenario":"The player boards the Kestrel as a new pilot."}}`,
 			Operation:   "writeCardDocument",
 			Annotations: replaceHints(),
+			Revise:      reviseDocument,
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Saved the text sections of card %s.", str(out, "roleId"))
 			},
@@ -90,6 +93,7 @@ func authoringTools() []Tool {
 			Operation: "setCardVisibility",
 			// Not destructive: it changes who may see the card, not what it says.
 			Annotations: hints(false, false, true, true),
+			Revise:      reviseVisibility,
 			Summary: func(out map[string]any) string {
 				if v := str(out, "roleVisibility"); v != "" {
 					return fmt.Sprintf("Card %s is now %s.", str(out, "roleId"), v)

@@ -17,6 +17,7 @@ var toolsetDescriptions = map[string]string{
 	ToolsetWorldbook: "Worldbooks of keyword-triggered lore: create, write entries, bind to cards, list, and test which entries a passage fires.",
 	ToolsetTrial:     "Trial cards: temporary cards for trying an idea.",
 	ToolsetTavern:    "Character cards and lorebooks of other apps (SillyTavern and Character Card V1/V2/V3): import and export.",
+	ToolsetRevisions: "Revisions kept before each write: list, compare with now, restore.",
 }
 
 // dynamicStart is the toolset a server with dynamic toolsets starts with.

@@ -44,7 +44,7 @@ func TestDynamicToolsets(t *testing.T) {
 			}
 			list := structured(t, e.call("list_toolsets", `{}`)).(map[string]any)
 			sets := list["toolsets"].([]any)
-			if len(sets) != 5 {
+			if len(sets) != len(Toolsets()) {
 				t.Fatalf("%d toolsets: %v", len(sets), sets)
 			}
 			for _, s := range sets {

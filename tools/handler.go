@@ -38,7 +38,12 @@ type Call struct {
 	Content []mcp.Content
 	// Meta, when a handler sets it, is the result's _meta (what the card preview shows).
 	Meta map[string]any
+
+	revs *reviser // nil when revisions are off
 }
+
+// HandlerRevise keeps, before a call's write, what the write will replace (Tool.Revise).
+type HandlerRevise func(ctx context.Context, c *Call) error
 
 // needInput is the "error" of a handler that must ask the client for input first (multi
 // round-trip requests, MCP 2026-07-28): its result goes back as is, and the client calls again
@@ -70,6 +75,9 @@ const (
 // generic is the handler of every tool without its own: one call of the tool's operation.
 func generic(ctx context.Context, c *Call) (json.RawMessage, error) {
 	var out json.RawMessage
+	if err := c.beforeWrite(ctx); err != nil {
+		return nil, err
+	}
 	var body any // stays a nil interface when the operation has no body
 	if c.Body != nil {
 		body = upstream.CompactJSON(c.Body) // prepare made it: valid and compact

@@ -347,7 +347,7 @@ func TestAuditLog(t *testing.T) {
 	w := writerFunc(func(p []byte) (int, error) { mu.Lock(); defer mu.Unlock(); return buf.Write(p) })
 	e, _ := newTavernEnv(t, tavernEnvConfig{opts: Options{Audit: slog.New(slog.NewJSONHandler(w, nil))}})
 	roleID := e.ok("create_card", `{"roleName":"Secret Name"}`)["roleId"].(string)
-	e.ok("set_opening_lines", `{"roleId":"`+roleID+`","roleWelcome":"A secret first line."}`)
+	revID := e.ok("set_opening_lines", `{"roleId":"`+roleID+`","roleWelcome":"A secret first line."}`)["revision"].(map[string]any)["revisionId"].(string)
 	e.ok("get_card", `{"roleId":"`+roleID+`"}`)
 	e.fail("get_card", `{"roleId":"nope"}`)
 	e.fail("set_opening_lines", `{"roleId":"nope","roleWelcome":"x"}`)
@@ -365,6 +365,10 @@ func TestAuditLog(t *testing.T) {
 	}
 	if !strings.Contains(lines[0], `"roleId":"`+roleID+`"`) || !strings.Contains(lines[1], `"outcome":"ok"`) || !strings.Contains(lines[2], `"outcome":"role_not_found"`) {
 		t.Errorf("ids or outcomes missing:\n%s", out)
+	}
+	// The revision the write kept is named, never its content.
+	if !strings.Contains(lines[1], `"revisionKept":"`+revID+`"`) {
+		t.Errorf("the write's line does not name revision %s: %s", revID, lines[1])
 	}
 	if strings.Contains(out, "Secret") || strings.Contains(out, "secret") || strings.Contains(out, demoToken) {
 		t.Errorf("the audit log holds content or the token:\n%s", out)

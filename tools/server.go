@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -12,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
@@ -63,6 +66,11 @@ type Options struct {
 	// by which the model loads the other toolsets (of those Filter selects) when it needs them;
 	// the server declares tools.listChanged and tells the client of each change.
 	Dynamic bool
+	// Revisions keeps, before every write that replaces or deletes an author's content, what
+	// it replaces, for list_revisions, diff_revision and restore_revision; nil keeps them in
+	// memory for the life of the server. A retention keeping none turns revisions off (and
+	// the revisions toolset is not served).
+	Revisions *RevisionStore
 	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the
 	// shared session state records what sessions negotiate).
 	Hooks *server.Hooks
@@ -90,8 +98,11 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	instructions := opts.Instructions
 	if instructions == "" {
 		instructions = defaultInstructions
+		if opts.Revisions == nil || opts.Revisions.Retention().Enabled() {
+			instructions += " " + revisionsInstruction
+		}
 		if opts.Dynamic {
-			instructions += " Only the cards toolset is loaded at first: call list_toolsets, then enable_toolset with the toolset the task needs (authoring, worldbook, trial, tavern)."
+			instructions += " Only the cards toolset is loaded at first: call list_toolsets, then enable_toolset with the toolset the task needs (authoring, worldbook, trial, tavern, revisions)."
 		} else if len(selected) < len(All()) {
 			instructions += " This server serves only some of these tools (see tools/list); the others are not available here."
 		}
@@ -123,6 +134,14 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	}
 	if d.aside == nil {
 		d.aside = aside.NewMemory()
+	}
+	d.revs = opts.Revisions
+	if d.revs == nil {
+		d.revs = revisions.New(store.NewMemory(), revisions.DefaultRetention())
+	}
+	if !d.revs.Retention().Enabled() {
+		d.revs = nil
+		selected = slices.DeleteFunc(selected, func(t Tool) bool { return t.Toolset == ToolsetRevisions })
 	}
 	if opts.Observer != nil {
 		d.aside = observedAside{d.aside, opts.Observer}
@@ -159,6 +178,9 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 	"A result with isError carries a message to act on; invalid arguments name every failing field. " +
 	"The prompts author_card, build_worldbook and try_card_as_trial walk through these workflows."
 
+// revisionsInstruction tells the model that writes can be undone (when revisions are kept).
+const revisionsInstruction = "Every write that replaces or deletes content first keeps a revision: restore_revision undoes it."
+
 // deps is what every tool handler is given besides its call.
 type deps struct {
 	notes    notifier
@@ -170,6 +192,8 @@ type deps struct {
 	log      *slog.Logger
 	aside    AsideStore
 	files    *LocalFiles
+	revs     *RevisionStore // nil: revisions are off
+	users    users
 }
 
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
@@ -231,6 +255,9 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
 		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log}
+	if d.revs != nil && (t.Revise != nil || t.Toolset == ToolsetRevisions) {
+		call.revs = &reviser{d: d, client: clientName(ctx)}
+	}
 	data, err := handle(ctx, call)
 	var ask *needInput
 	var decodeErr *upstream.UnreadableError
@@ -246,7 +273,13 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if err != nil {
 		return fail(err)
 	}
-	res := successResult(t.Summary(out), out, data)
+	summary := t.Summary(out)
+	if call.revs != nil && len(call.revs.kept) > 0 {
+		if summary, data, err = call.addRevision(out, summary); err != nil {
+			return fail(err)
+		}
+	}
+	res := successResult(summary, out, data)
 	if call.Content != nil {
 		res.Content = append(res.Content[:1:1], call.Content...)
 	}

@@ -9,13 +9,16 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
@@ -40,7 +43,10 @@ type benchEnv struct {
 	calls   []benchCall
 }
 
-func newBenchEnv(b *testing.B) *benchEnv {
+func newBenchEnv(b *testing.B) *benchEnv { return newBenchEnvWith(b, Options{}) }
+
+// newBenchEnvWith is newBenchEnv with the server's options.
+func newBenchEnvWith(b *testing.B, opts Options) *benchEnv {
 	b.Helper()
 	svc, err := sandbox.New(sandbox.Options{DemoToken: demoToken})
 	if err != nil {
@@ -52,7 +58,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 	if err != nil {
 		b.Fatal(err)
 	}
-	srv, err := NewServer(up, Options{})
+	srv, err := NewServer(up, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -233,6 +239,49 @@ func BenchmarkToolCall(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRevisionWrite is the cost of the revision before a write (issue 23): the two writes
+// of BenchmarkToolCall with revisions off, kept in memory, and kept in the embedded bbolt file.
+// The difference is the read of what the write replaces (getCard; getWorldbook and
+// listWorldbookEntries of 50 entries) and the store's two writes.
+func BenchmarkRevisionWrite(b *testing.B) {
+	stores := []struct {
+		name string
+		opts func(b *testing.B) Options
+	}{
+		{"off", func(*testing.B) Options {
+			return Options{Revisions: revisions.New(store.NewMemory(), revisions.Retention{})}
+		}},
+		{"memory", func(*testing.B) Options { return Options{} }},
+		{"bolt", func(b *testing.B) Options {
+			kv, err := store.OpenBolt(filepath.Join(b.TempDir(), store.BoltFile))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { kv.Close() })
+			return Options{Revisions: revisions.New(kv, revisions.DefaultRetention())}
+		}},
+	}
+	ctx := context.Background()
+	for _, st := range stores {
+		e := newBenchEnvWith(b, st.opts(b))
+		for _, c := range e.calls {
+			if c.tool != "set_opening_lines" && c.tool != "write_worldbook_document" {
+				continue
+			}
+			msg := []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + c.tool + `","arguments":` + string(c.args) + `}}`)
+			b.Run(c.tool+"/"+st.name, func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					resp := e.srv.HandleMessage(ctx, msg)
+					if res, ok := resp.(mcp.JSONRPCResponse).Result.(*mcp.CallToolResult); !ok || res.IsError {
+						b.Fatalf("%v", resp)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -53,6 +53,7 @@ func tavernTools() []Tool {
 			// import creates nothing more.
 			Annotations: hints(false, false, true, true),
 			Handler:     importTavernCard,
+			Revise:      reviseByUseCase,
 			Summary:     summarizeCardImport,
 		},
 		{
@@ -137,6 +138,7 @@ func tavernTools() []Tool {
 			Annotations: addHints(),
 			Check:       "list_worldbook_entries",
 			Handler:     importTavernWorldbook,
+			Revise:      reviseByUseCase,
 			Summary: func(out map[string]any) string {
 				verb := "Added"
 				if boolean(out, "created") {
@@ -226,8 +228,12 @@ const (
 
 // tavernEnv is what the tavern use case runs with for one call.
 func tavernEnv(c *Call) tavernsync.Env {
-	return tavernsync.Env{Client: c.Client, Aside: c.Aside, LocalFiles: c.LocalFiles, Progress: c.Progress, Log: c.Log,
+	env := tavernsync.Env{Client: c.Client, Aside: c.Aside, LocalFiles: c.LocalFiles, Progress: c.Progress, Log: c.Log,
 		Outcome: outcome, Roots: func(ctx context.Context) ([]string, error) { return clientRootURIs(ctx, c) }}
+	if c.revs != nil {
+		env.Revise = c.tavernRevise
+	}
+	return env
 }
 
 // importTavernCard imports a character card file as a card or a trial card.

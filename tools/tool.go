@@ -8,7 +8,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -23,9 +25,10 @@ const (
 	ToolsetWorldbook = "worldbook"
 	ToolsetTrial     = "trial"
 	ToolsetTavern    = "tavern"
+	ToolsetRevisions = "revisions"
 )
 
-var toolsetOrder = []string{ToolsetCards, ToolsetAuthoring, ToolsetWorldbook, ToolsetTrial, ToolsetTavern}
+var toolsetOrder = []string{ToolsetCards, ToolsetAuthoring, ToolsetWorldbook, ToolsetTrial, ToolsetTavern, ToolsetRevisions}
 
 // Toolsets returns the names of every toolset, in registry order.
 func Toolsets() []string { return slices.Clone(toolsetOrder) }
@@ -56,6 +59,10 @@ type Tool struct {
 	// results: it returns the result's _meta from its structured content. A handler may set
 	// Call.Meta instead.
 	Preview func(out map[string]any) map[string]any
+	// Revise, for a write that replaces or deletes an author's content, reads what the call
+	// will replace and keeps it as a revision (Call.keep), right before the write goes out
+	// (Call.beforeWrite); its result then names the revision (revise.go). Nil for other tools.
+	Revise HandlerRevise
 	// Check names, for a write whose answer may be unreadable, the read tool that shows
 	// whether it was applied (said in the error, so that a model does not blindly repeat it).
 	Check string
@@ -97,7 +104,7 @@ func (t Tool) MCPTool() mcp.Tool {
 //
 // The rules this registry follows:
 //   - readOnly: true exactly for tools that only read (get_*, list_*, whoami, validate_card,
-//     export_tavern_card, test_worldbook_triggers).
+//     export_tavern_card, test_worldbook_triggers, diff_revision).
 //   - destructive: true when a call can delete stored content or overwrite stored content that
 //     the caller did not restate: deletes, full replacements (opening lines, a trial card) and
 //     writes whose fields replace the stored ones (card profile, card document sections,
@@ -136,6 +143,7 @@ func definitions() []Tool {
 	all = append(all, triggerTools()...)
 	all = append(all, trialTools()...)
 	all = append(all, tavernTools()...)
+	all = append(all, revisionTools()...)
 	return all
 }
 
@@ -167,6 +175,14 @@ func build(defs []Tool) ([]Tool, error) {
 		in, outSchema, err := t.schemas()
 		if err != nil {
 			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+		}
+		if t.Revise != nil {
+			if outSchema, err = withRevision(outSchema); err != nil {
+				return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+			}
+			if t.Toolset != ToolsetRevisions {
+				t.Description = withRevisionNote(t.Description)
+			}
 		}
 		// What is advertised is also what validates: one schema, in its portable form.
 		in, outSchema = schema.Portable(in), schema.Portable(outSchema)
@@ -211,4 +227,35 @@ func (t *Tool) schemas() (in, out map[string]any, err error) {
 	}
 	out, err = schema.OperationResult(t.Operation)
 	return in, out, err
+}
+
+// withRevision returns the output schema of a write that keeps revisions: out with an optional
+// revision object (schema/tools.json $defs/RevisionKept).
+func withRevision(out map[string]any) (map[string]any, error) {
+	def, err := schema.ToolDef("RevisionKept")
+	if err != nil {
+		return nil, err
+	}
+	out = maps.Clone(out)
+	props, _ := out["properties"].(map[string]any)
+	props = maps.Clone(props)
+	if props == nil {
+		props = map[string]any{}
+	}
+	props["revision"] = def
+	out["properties"] = props
+	return out, nil
+}
+
+// revisionNote is the sentence the description of every write that keeps revisions carries.
+const revisionNote = " restore_revision undoes it."
+
+// withRevisionNote returns a write's description with revisionNote ending its text, before
+// its example.
+func withRevisionNote(desc string) string {
+	text, example, ok := strings.Cut(desc, "\n\nExample:")
+	if !ok {
+		return desc + revisionNote
+	}
+	return text + revisionNote + "\n\nExample:" + example
 }

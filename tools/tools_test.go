@@ -126,6 +126,19 @@ func TestEveryToolAgainstTheSandbox(t *testing.T) {
 	if got["entryCount"] != json.Number("1") || got["description"] != "Places and ships." {
 		t.Errorf("get_worldbook: %v", got)
 	}
+	// The revisions toolset (revisions_test.go tests it in depth): the update/delete undone.
+	revs := ok("list_revisions", jsonArg(t, map[string]any{"worldbookId": wbID}))["revisions"].([]any)
+	if len(revs) != 2 || revs[0].(map[string]any)["revisionId"] != doc["revision"].(map[string]any)["revisionId"] {
+		t.Fatalf("list_revisions: %v (the last write: %v)", revs, doc["revision"])
+	}
+	last := revs[0].(map[string]any)["revisionId"]
+	if d := ok("diff_revision", jsonArg(t, map[string]any{"revisionId": last})); len(d["entries"].(map[string]any)["deleted"].([]any)) != 1 {
+		t.Errorf("diff_revision: %v", d)
+	}
+	if r := ok("restore_revision", jsonArg(t, map[string]any{"revisionId": last})); len(r["createdEntryIds"].([]any)) != 1 {
+		t.Errorf("restore_revision: %v", r)
+	}
+	ok("restore_revision", jsonArg(t, map[string]any{"revisionId": ok("list_revisions", jsonArg(t, map[string]any{"worldbookId": wbID}))["revisions"].([]any)[0].(map[string]any)["revisionId"]}))
 	entries := ok("list_worldbook_entries", jsonArg(t, map[string]any{"worldbookId": wbID, "category": "ships"}))
 	if es := entries["entries"].([]any); len(es) != 1 || es[0].(map[string]any)["priority"] != json.Number("5") {
 		t.Errorf("list_worldbook_entries: %v", entries)

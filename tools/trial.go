@@ -59,6 +59,7 @@ func trialTools() []Tool {
 			Operation:   "upsertTrialCard",
 			Check:       "get_trial_card",
 			Annotations: replaceHints(),
+			Revise:      reviseUpsertTrial,
 			Summary:     summarizeTrial,
 		},
 		{
@@ -79,6 +80,7 @@ func trialTools() []Tool {
 				}
 				return generic(ctx, c)
 			},
+			Revise: reviseDeleteTrial,
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Removed trial card %s.", quoted(str(out, "clientKey")))
 			},

@@ -103,6 +103,7 @@ func worldbookTools() []Tool {
 			Check:     "list_worldbook_entries",
 			// Destructive (delete ops, replaced fields); not idempotent (create ops add entries each time).
 			Annotations: hints(false, true, false, true),
+			Revise:      reviseWorldbook,
 			Summary: func(out map[string]any) string {
 				created := stringsOf(list(out, "createdEntryIds"))
 				s := fmt.Sprintf("Worldbook written: %s created", phrase.Count(int64(len(created)), "entry", "entries"))

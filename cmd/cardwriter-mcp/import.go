@@ -245,6 +245,8 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if f.tavern.aside, err = fileAside(); err != nil {
 		return err
 	}
+	// An import over a card imported before keeps a revision where the stdio server keeps them.
+	f.revisionStore = stdioRevisions(stderr)
 	b, err := f.newBackend(stderr, "")
 	if err != nil {
 		return err

@@ -16,7 +16,9 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
+	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 	"github.com/cardwriter/cardwriter-mcp/tools"
@@ -60,6 +62,10 @@ type serverFlags struct {
 	hooks *server.Hooks
 	// dynamic (stdio, --dynamic-toolsets): the model enables toolsets by a tool call.
 	dynamic bool
+	// keep is how long revisions are kept; revisionStore is where (http: the server's store;
+	// stdio: a shared file in the config dir; nil: memory).
+	keep          revisions.Retention
+	revisionStore store.KV
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -71,6 +77,12 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.toolsets, "toolsets", "", "comma-separated toolsets to serve (default: all): "+strings.Join(tools.Toolsets(), ", "))
 	fs.StringVar(&f.tools, "tools", "", "comma-separated tool names to serve (default: all in the chosen toolsets)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "serve only tools that change nothing (readOnlyHint)")
+	f.keep = revisions.DefaultRetention()
+	if name := fs.Name(); name == "stdio" || name == "http" {
+		fs.IntVar(&f.keep.PerObject, "revisions-per-object", f.keep.PerObject, "revisions kept per card, worldbook or trial card before the writes that replace their content (0: keep none, and serve no revisions tools)")
+		fs.DurationVar(&f.keep.MaxAge, "revisions-max-age", f.keep.MaxAge, "drop revisions older than this (0: no age limit)")
+		fs.Int64Var(&f.keep.UserBytes, "revisions-user-bytes", f.keep.UserBytes, "the size of one user's revisions together, in bytes; the oldest go first (0: no limit)")
+	}
 	f.logFlags.register(fs)
 	// A saved sign-in belongs to one person: only the stdio server (run by that person's
 	// desktop host) uses it; the HTTP server serves many clients and authorizes them itself.
@@ -90,6 +102,9 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 	logger, err := f.logger(stderr)
 	if err != nil {
 		return nil, err
+	}
+	if f.keep.PerObject < 0 || f.keep.MaxAge < 0 || f.keep.UserBytes < 0 {
+		return nil, errors.New("--revisions-per-object, --revisions-max-age and --revisions-user-bytes must not be negative")
 	}
 	b := &backend{logger: logger}
 	client, svc, err := f.newClient(logger, sandboxBase)
@@ -120,6 +135,8 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Calls:      f.calls,
 		Aside:      f.tavern.aside,
 		LocalFiles: f.tavern.files,
+
+		Revisions: f.revisions(),
 	})
 	if err != nil {
 		return nil, err
@@ -183,6 +200,15 @@ func (f *serverFlags) newClient(logger *slog.Logger, sandboxBase string) (*upstr
 		return nil, nil, fmt.Errorf("--api-host: %w", err)
 	}
 	return client, nil, nil
+}
+
+// revisions returns the store of revisions: in revisionStore, or in memory when there is none.
+func (f *serverFlags) revisions() *tools.RevisionStore {
+	kv := f.revisionStore
+	if kv == nil {
+		kv = store.NewMemory()
+	}
+	return revisions.New(kv, f.keep)
 }
 
 // openAudit returns the audit log of --audit-log: JSON lines appended to the file (0600), or

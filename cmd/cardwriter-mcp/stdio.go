@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"os"
+	"path/filepath"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cardwriter/cardwriter-mcp/auth"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/unread"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 )
@@ -37,6 +40,7 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f.tavern, err = stdioTavern(allowDirs, stderr); err != nil {
 		return err
 	}
+	f.revisionStore = stdioRevisions(stderr)
 	tp, stopTracing, err := setupTracing(ctx)
 	if err != nil {
 		return err
@@ -62,6 +66,21 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return nil
 	}
 	return fmt.Errorf("stdio: %w", err)
+}
+
+// revisionsFile is the file of the stdio servers' revisions, in the config dir the sign-in uses.
+const revisionsFile = "revisions.db"
+
+// stdioRevisions returns where the stdio server keeps revisions: a file in the config dir that
+// every stdio server of the user shares (each opens it only for an operation), so that a
+// restart loses none; nil (memory) when there is no config dir.
+func stdioRevisions(stderr io.Writer) store.KV {
+	dir, err := auth.Dir()
+	if err != nil {
+		fmt.Fprintf(stderr, "cardwriter-mcp: %v; keeping revisions in memory only\n", err)
+		return nil
+	}
+	return store.OpenShared(filepath.Join(dir, revisionsFile))
 }
 
 // drainingReader is stdin that, at its end, first waits for the tool calls under way (mcp-go

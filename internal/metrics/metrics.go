@@ -21,6 +21,7 @@ var knownOutcomes = map[string]bool{
 	"conflict": true, "trial_slots_full": true, "payload_too_large": true, "validation_failed": true,
 	"rate_limited": true, "internal": true, "unavailable": true, "unexpected_response": true,
 	"cancelled": true, "invalid_file": true, "input_required": true,
+	"declined": true, "revision_not_kept": true, "revision_not_found": true, "not_restorable": true,
 }
 
 // Metrics holds the collectors and their registry.
@@ -35,6 +36,7 @@ type Metrics struct {
 	retries         *prometheus.CounterVec
 	refreshes       *prometheus.CounterVec
 	signIns         *prometheus.CounterVec
+	revisions       *prometheus.CounterVec
 }
 
 // New returns the metrics, registered with a registry of their own (with the Go runtime's and
@@ -71,8 +73,11 @@ func New() *Metrics {
 		signIns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cardwriter_signins_total", Help: "Returns from the card service's sign-in through the HTTP server's authorization server, by outcome (ok, denied, failed).",
 		}, []string{"outcome"}),
+		revisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardwriter_revisions_total", Help: "Revisions kept before writes, dropped by the retention, and restored, by event.",
+		}, []string{"event"}),
 	}
-	m.reg.MustRegister(m.signIns, m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.upstreamReqs, m.upstreamLatency,
+	m.reg.MustRegister(m.revisions, m.signIns, m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.upstreamReqs, m.upstreamLatency,
 		m.retries, m.refreshes, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -117,3 +122,6 @@ func (m *Metrics) Refresh(outcome string) { m.refreshes.WithLabelValues(outcome)
 
 // SignIn counts a sign-in through the HTTP server's authorization server by outcome.
 func (m *Metrics) SignIn(outcome string) { m.signIns.WithLabelValues(outcome).Inc() }
+
+// Revisions counts n revisions kept, dropped or restored (tools.RevisionObserver).
+func (m *Metrics) Revisions(event string, n int) { m.revisions.WithLabelValues(event).Add(float64(n)) }

@@ -21,6 +21,9 @@ func TestLabelsBounded(t *testing.T) {
 	m.Sessions(1)
 	m.StoreError()
 	m.Attempt("getCard", 0, time.Millisecond)
+	m.Revisions("kept", 1)
+	m.Revisions("dropped", 2)
+	m.ToolCall("restore_revision", "revision_not_found", time.Millisecond)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)
@@ -32,6 +35,9 @@ func TestLabelsBounded(t *testing.T) {
 		`cardwriter_token_refreshes_total{outcome="ok"} 1`,
 		`cardwriter_store_errors_total 1`,
 		`cardwriter_upstream_requests_total{operation="getCard",status="0"} 1`,
+		`cardwriter_revisions_total{event="kept"} 1`,
+		`cardwriter_revisions_total{event="dropped"} 2`,
+		`cardwriter_tool_calls_total{outcome="revision_not_found",tool="restore_revision"} 1`,
 		`go_goroutines`,
 	} {
 		if !strings.Contains(text, want) {

@@ -1,13 +1,9 @@
 package sandbox
 
 import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"slices"
 	"time"
-	"unicode/utf8"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
 )
@@ -39,41 +35,7 @@ func (c *trialCard) digests() (map[string]string, error) {
 		"roleName": c.RoleName, "roleDesc": c.RoleDesc, "roleWelcome": c.RoleWelcome,
 		"welcomeAlternates": c.WelcomeAlternates, "prologue": c.Prologue, "sections": c.Sections,
 	}
-	out := make(map[string]string, len(values))
-	for name, v := range values {
-		canon, err := canonicalJSON(v)
-		if err != nil {
-			return nil, err
-		}
-		sum := sha256.Sum256(canon)
-		out[name] = hex.EncodeToString(sum[:])
-	}
-	return out, nil
-}
-
-// canonicalJSON encodes v, a string, a list of strings or an object of strings, as canonical
-// JSON (RFC 8785): marshalJSON sorts the keys and writes no whitespace and no HTML escapes, but
-// escapes U+2028 and U+2029, which canonical JSON writes as they are.
-func canonicalJSON(v any) ([]byte, error) {
-	data, err := jsontext.Marshal(v)
-	if err != nil || !bytes.Contains(data, []byte(`\u202`)) {
-		return data, err
-	}
-	out := make([]byte, 0, len(data))
-	for i := 0; i < len(data); i++ {
-		if data[i] != '\\' || i+1 >= len(data) {
-			out = append(out, data[i])
-			continue
-		}
-		if esc := string(data[i+1 : min(i+6, len(data))]); esc == "u2028" || esc == "u2029" {
-			out = utf8.AppendRune(out, 0x2028+rune(esc[4]-'8'))
-			i += 5
-			continue
-		}
-		out = append(out, data[i], data[i+1]) // another escape: copied whole, so \\u2028 stays text
-		i++
-	}
-	return out, nil
+	return jsontext.Digests(values)
 }
 
 // trial is a stored trial card with the summary of its last upsert.

@@ -1,12 +1,13 @@
 // Package store is the storage seam of the HTTP server: one small key-value interface (values
 // that expire, single-use reads, atomic updates, append-only lists) on which everything the
 // server must keep is written once: the OAuth proxy's state, the kept-aside tavern data, the
-// MCP sessions and their event streams.
+// revisions of what writes replaced, the MCP sessions and their event streams.
 //
 // Three backends: Bolt, the embedded default (one bbolt file in the state directory: crash-safe
 // transactions, one process per file); Redis, for several replicas sharing one server (keys
 // under a namespace, TTLs on everything that expires, atomic updates with WATCH/MULTI); and
-// Memory, for a server that keeps nothing (an in-memory sandbox) and for tests.
+// Memory, for a server that keeps nothing (an in-memory sandbox) and for tests. Shared is a bbolt
+// file opened per operation, for what several stdio servers of one user keep together.
 package store
 
 import (

@@ -188,6 +188,17 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 		return nil, r.fail(ctx, err)
 	}
 
+	if resumed {
+		// The same file imported again writes over the card (and its worldbook) as it is now.
+		if err := c.revise(ctx, "card", r.roleID, nil); err != nil {
+			return nil, r.fail(ctx, err)
+		}
+		if r.worldbookID != "" {
+			if err := c.revise(ctx, "worldbook", r.worldbookID, nil); err != nil {
+				return nil, r.fail(ctx, err)
+			}
+		}
+	}
 	r.steps.start(ctx, "set the opening lines")
 	if _, err := c.Client.SetOpeningLines(ctx, r.roleID, upstream.OpeningLinesInput{
 		RoleWelcome: card.Welcome, Alternates: jsontext.NonNil(card.Alternates),
@@ -560,6 +571,9 @@ func importTrial(ctx context.Context, c Env, card *tavern.Card, format tavern.Fo
 	}
 	rec.KeptAside = unionSorted(kept)
 	var raw json.RawMessage
+	if err := c.revise(ctx, "trial", clientKey, in); err != nil {
+		return nil, err
+	}
 	(&steps{p: c.Progress, total: 1}).start(ctx, "create or replace the trial card")
 	if err := c.Client.Call(ctx, "upsertTrialCard", map[string]string{"clientKey": clientKey}, in, &raw); err != nil {
 		return nil, err

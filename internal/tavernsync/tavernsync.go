@@ -30,6 +30,19 @@ type Env struct {
 	// code, and whether it is a defect of ours (logged) rather than the caller's to act on. Nil
 	// takes a Failure's and the card service's envelopes as they are, and anything else as internal.
 	Outcome func(ctx context.Context, err error) (env map[string]any, code string, internal bool)
+	// Revise, when set, is called right before an import first writes over something that
+	// exists (kind "card" by roleId; "worldbook" by worldbookId, with the *upstream.Worldbook the
+	// import has just read as next, or nil; "trial" by clientKey, with the upsertTrialCard body it
+	// will send as next), to keep it as a revision; its error stops the import before that write.
+	Revise func(ctx context.Context, kind, id string, next any) error
+}
+
+// revise calls Revise when it is set.
+func (c Env) revise(ctx context.Context, kind, id string, next any) error {
+	if c.Revise == nil {
+		return nil
+	}
+	return c.Revise(ctx, kind, id, next)
 }
 
 // outcome classifies err with Outcome, or as Outcome's doc says when it is nil.

@@ -70,6 +70,9 @@ func ImportWorldbook(ctx context.Context, c Env, in ImportWorldbookArgs) (json.R
 			return nil, err
 		}
 		out.WorldbookID, out.Name, out.Format = wb.WorldbookID, wb.Name, wb.Format
+		if err := c.revise(ctx, "worldbook", wb.WorldbookID, wb); err != nil { // the read just made, reused
+			return nil, err
+		}
 		if _, err := loadRecord(ctx, c.Aside, keys.worldbook(wb.WorldbookID), &rec); err != nil {
 			return nil, err
 		}
