@@ -28,8 +28,8 @@ func TestWithin(t *testing.T) {
 		{"Hello, world!", 4, true},  // 13 bytes, 4 tokens
 		{"Hello, world!", 3, false}, // tokenized: over
 		{"abc", 3, true},            // short enough not to count
-		{strings.Repeat("token ", 100), 100, true},
-		{strings.Repeat("token ", 100), 99, false},
+		{strings.Repeat(" token", 100), 100, true},
+		{strings.Repeat(" token", 100), 99, false},
 	} {
 		if got, err := Within(tc.s, tc.limit); err != nil || got != tc.want {
 			t.Errorf("Within(%.20q, %d) = %v, %v; want %v", tc.s, tc.limit, got, err, tc.want)
