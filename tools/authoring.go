@@ -156,9 +156,11 @@ func authoringTools() []Tool {
 				"Use it to find an uploaded image's id again.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation:   "listCardAssets",
+			Handler:     paged(listing{key: "images", id: "imageId"}),
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("Card %s has %s on its author page.", str(out, "roleId"), phrase.Count(int64(len(list(out, "images"))), "image", "images"))
+				return fmt.Sprintf("Card %s has %s on its author page.", str(out, "roleId"), phrase.Count(num(out, "total"), "image", "images")) +
+					pageSummary(out, "image", "images")
 			},
 		},
 	}

@@ -66,6 +66,10 @@ type Options struct {
 	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the
 	// shared session state records what sessions negotiate).
 	Hooks *server.Hooks
+	// ResultBudget is the most cl100k tokens a tool result's text, or its structuredContent,
+	// may hold (pages are cut to fit it; a larger answer becomes an error saying how to ask for
+	// less); 0 is DefaultResultBudget. Every result also stays within MaxResultChars.
+	ResultBudget int
 }
 
 // NewServer returns the MCP server of the tools Filter selects, calling the card service through
@@ -117,7 +121,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
 	)
-	d := &deps{client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
+	d := &deps{budget: opts.resultBudget(), client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
 	if opts.Tracer != nil {
 		d.tracer = opts.Tracer.Tracer("github.com/cardwriter/cardwriter-mcp/tools")
 	}
@@ -161,6 +165,7 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 
 // deps is what every tool handler is given besides its call.
 type deps struct {
+	budget   int // the result budget, in tokens
 	notes    notifier
 	calls    *Calls
 	audit    *slog.Logger
@@ -188,6 +193,18 @@ func toolHandler(t *Tool, d *deps) server.ToolHandlerFunc {
 		ctx, span := startCallSpan(ctx, d.tracer, t, req)
 		d.notes.log(ctx, mcp.LoggingLevelDebug, map[string]any{"tool": t.Name, "event": "started"})
 		res, code, err := runTool(ctx, t, d, handle, req)
+		if code != codeInputRequired {
+			fitted, over, ferr := fitBudget(t, res, d.budget)
+			switch {
+			case ferr != nil && err == nil:
+				err = ferr // logged; the result goes out as it is
+			case ferr == nil:
+				res = fitted
+				if over != "" {
+					code = over
+				}
+			}
+		}
 		endCallSpan(span, code)
 		dur := time.Since(start)
 		logCall(ctx, d.log, t.Name, dur, code, err)
@@ -224,12 +241,12 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if err != nil {
 		return fail(err)
 	}
-	params, body, err := t.prepare(raw)
+	params, body, extra, err := t.prepare(raw)
 	if err != nil {
 		return fail(err)
 	}
 	body = withIdempotencyKey(t, body)
-	call := &Call{Tool: t, Params: params, Body: body, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
+	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
 		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log}
 	data, err := handle(ctx, call)
 	var ask *needInput

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -56,6 +57,9 @@ type Tool struct {
 	// results: it returns the result's _meta from its structured content. A handler may set
 	// Call.Meta instead.
 	Preview func(out map[string]any) map[string]any
+	// OwnBudget marks a tool that keeps its results within the result budget its own way (an
+	// export sends a large file by reference): the server does not check them.
+	OwnBudget bool
 	// Check names, for a write whose answer may be unreadable, the read tool that shows
 	// whether it was applied (said in the error, so that a model does not blindly repeat it).
 	Check string
@@ -65,6 +69,7 @@ type Tool struct {
 	input        *schema.Validator
 	output       *schema.Validator
 	op           schema.Operation
+	extra        []string // the arguments tools.json's extensions add, sorted
 }
 
 // InputSchema returns the tool's advertised input schema (self-contained JSON Schema).
@@ -209,6 +214,32 @@ func (t *Tool) schemas() (in, out map[string]any, err error) {
 	if in, err = schema.OperationInput(t.Operation); err != nil {
 		return nil, nil, err
 	}
-	out, err = schema.OperationResult(t.Operation)
-	return in, out, err
+	if out, err = schema.OperationResult(t.Operation); err != nil {
+		return nil, nil, err
+	}
+	return t.extend(in, out)
+}
+
+// extend adds to an operation's derived schemas what tools.json's extensions give the tool
+// (paging and search arguments, page fields): arguments the server keeps (Call.Extra), never sent
+// to the card service.
+func (t *Tool) extend(in, out map[string]any) (map[string]any, map[string]any, error) {
+	addIn, addOut, ok, err := schema.ToolExtension(t.Name)
+	if err != nil || !ok {
+		return in, out, err
+	}
+	inProps, _ := in["properties"].(map[string]any)
+	for _, k := range slices.Sorted(maps.Keys(addIn)) {
+		if _, dup := inProps[k]; dup {
+			return nil, nil, fmt.Errorf("extension argument %s is also an argument of %s", k, t.Operation)
+		}
+		inProps[k] = addIn[k]
+		t.extra = append(t.extra, k)
+	}
+	outProps, _ := out["properties"].(map[string]any)
+	if outProps == nil {
+		return nil, nil, fmt.Errorf("the result of %s has no properties to extend", t.Operation)
+	}
+	maps.Copy(outProps, addOut)
+	return in, out, nil
 }

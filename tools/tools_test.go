@@ -126,7 +126,7 @@ func TestEveryToolAgainstTheSandbox(t *testing.T) {
 	if got["entryCount"] != json.Number("1") || got["description"] != "Places and ships." {
 		t.Errorf("get_worldbook: %v", got)
 	}
-	entries := ok("list_worldbook_entries", jsonArg(t, map[string]any{"worldbookId": wbID, "category": "ships"}))
+	entries := ok("list_worldbook_entries", jsonArg(t, map[string]any{"worldbookId": wbID, "category": "ships", "detail": "full"}))
 	if es := entries["entries"].([]any); len(es) != 1 || es[0].(map[string]any)["priority"] != json.Number("5") {
 		t.Errorf("list_worldbook_entries: %v", entries)
 	}

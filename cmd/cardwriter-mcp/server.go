@@ -36,7 +36,9 @@ type serverFlags struct {
 	toolsets    string
 	tools       string
 	readOnly    bool
-	savedGrant  bool // stdio only: without CARDWRITER_TOKEN, use the sign-in saved by login
+	// resultBudget is the most cl100k tokens of a tool result (0: tools.DefaultResultBudget).
+	resultBudget int
+	savedGrant   bool // stdio only: without CARDWRITER_TOKEN, use the sign-in saved by login
 	// requestTokens (http with --auth proxy or passthrough): each MCP request brings its own
 	// card service token, in its context (see httpauth.go).
 	requestTokens bool
@@ -71,6 +73,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.toolsets, "toolsets", "", "comma-separated toolsets to serve (default: all): "+strings.Join(tools.Toolsets(), ", "))
 	fs.StringVar(&f.tools, "tools", "", "comma-separated tool names to serve (default: all in the chosen toolsets)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "serve only tools that change nothing (readOnlyHint)")
+	fs.IntVar(&f.resultBudget, "result-budget", 0, fmt.Sprintf("the most cl100k tokens a tool result's text or structuredContent may hold; pages fit it (0: %d)", tools.DefaultResultBudget))
 	f.logFlags.register(fs)
 	// A saved sign-in belongs to one person: only the stdio server (run by that person's
 	// desktop host) uses it; the HTTP server serves many clients and authorizes them itself.
@@ -91,6 +94,9 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 	if err != nil {
 		return nil, err
 	}
+	if f.resultBudget != 0 && (f.resultBudget < tools.MinResultBudget || f.resultBudget > tools.MaxResultBudget) {
+		return nil, fmt.Errorf("--result-budget %d: give 0 (the default, %d) or %d to %d tokens", f.resultBudget, tools.DefaultResultBudget, tools.MinResultBudget, tools.MaxResultBudget)
+	}
 	b := &backend{logger: logger}
 	client, svc, err := f.newClient(logger, sandboxBase)
 	if err != nil {
@@ -106,14 +112,15 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		observer = f.metrics
 	}
 	b.mcp, err = tools.NewServer(client, tools.Options{
-		Observer: observer,
-		Tracer:   f.tracer,
-		Audit:    auditLog,
-		Filter:   tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
-		Logger:   logger,
-		Version:  serverVersion(),
-		Hooks:    f.hooks,
-		Dynamic:  f.dynamic,
+		Observer:     observer,
+		Tracer:       f.tracer,
+		Audit:        auditLog,
+		Filter:       tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
+		Logger:       logger,
+		Version:      serverVersion(),
+		Hooks:        f.hooks,
+		Dynamic:      f.dynamic,
+		ResultBudget: f.resultBudget,
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,
