@@ -107,6 +107,7 @@ func authoringTools() []Tool {
 				"again.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation:   "validateCard",
+			Cut:         "issues",
 			Annotations: readHints(),
 			Summary:     summarizeReport,
 		},
@@ -179,10 +180,10 @@ func summarizeReport(out map[string]any) string {
 		}
 	}
 	if boolean(out, "ready") {
-		return fmt.Sprintf("Card %s is ready to publish (%s).", str(out, "roleId"), phrase.Count(warns, "warning", "warnings"))
+		return fmt.Sprintf("Card %s is ready to publish (%s).", str(out, "roleId"), phrase.Count(warns, "warning", "warnings")) + omittedSummary(out)
 	}
 	return fmt.Sprintf("Card %s is not ready to publish: %s, %s.", str(out, "roleId"),
-		phrase.Count(errs, "error", "errors"), phrase.Count(warns, "warning", "warnings"))
+		phrase.Count(errs, "error", "errors"), phrase.Count(warns, "warning", "warnings")) + omittedSummary(out)
 }
 
 // publishCard validates the card first and submits it only when the report is ready, so that

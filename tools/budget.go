@@ -134,3 +134,38 @@ func firstOf(parts []string, sep string) string {
 	}
 	return strings.Join(parts[:maxProblems], sep) + fmt.Sprintf("%s… and %d more", sep, len(parts)-maxProblems)
 }
+
+// cutList keeps of out[key] the first items whose JSON fits budget tokens (one at least), and
+// sets omitted to how many more there were; it returns out's JSON, data when nothing was cut.
+func cutList(out map[string]any, key string, data json.RawMessage, budget int) (json.RawMessage, error) {
+	if len(data) <= budget {
+		return data, nil // within the budget in bytes, so in tokens
+	}
+	items := list(out, key)
+	used := 0
+	for i, it := range items {
+		raw, err := json.Marshal(it)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s[%d]: %w", key, i, err)
+		}
+		n, err := tokens.Count(string(raw))
+		if err != nil {
+			return nil, err
+		}
+		if used += n + 1; used > budget && i > 0 {
+			out[key] = items[:i]
+			out["omitted"] = len(items) - i
+			return json.Marshal(out)
+		}
+	}
+	return data, nil
+}
+
+// omittedSummary is what a summary adds when Cut left items out.
+func omittedSummary(out map[string]any) string {
+	n := num(out, "omitted")
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" %d more are not listed (over the result budget): fix these and run it again.", n)
+}

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
-	"strings"
 	"syscall"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -85,19 +85,44 @@ func generic(ctx context.Context, c *Call) (json.RawMessage, error) {
 	return out, nil
 }
 
+// firstProblems cuts every list of the card service's error detail (problems, per-op errors)
+// to its first maxProblems items, and says in detail.more how many it left out.
+func firstProblems(env map[string]any) map[string]any {
+	detail, _ := env["detail"].(map[string]any)
+	detail = maps.Clone(detail) // the error's own map stays whole
+	more := 0
+	for k, v := range detail {
+		if l, ok := v.([]any); ok && len(l) > maxProblems {
+			more += len(l) - maxProblems
+			detail[k] = l[:maxProblems]
+		}
+	}
+	if more > 0 {
+		detail["more"] = more
+		env["detail"] = detail
+	}
+	return env
+}
+
 // invalidArguments is the Failure for arguments that fail the input schema: the message names
 // every failing location and why, so that the model can correct its call.
 func invalidArguments(problems []schema.Problem) *Failure {
 	parts := make([]string, len(problems))
-	list := make([]any, len(problems))
+	list := make([]any, 0, min(len(problems), maxProblems))
 	for i, p := range problems {
 		parts[i] = p.String()
-		list[i] = map[string]any{"instanceLocation": p.InstanceLocation, "message": p.Message}
+		if i < maxProblems {
+			list = append(list, map[string]any{"instanceLocation": p.InstanceLocation, "message": p.Message})
+		}
+	}
+	detail := map[string]any{"problems": list}
+	if len(problems) > maxProblems {
+		detail["more"] = len(problems) - maxProblems
 	}
 	return &Failure{
 		Code:    codeInvalidArguments,
-		Message: "Invalid arguments: " + strings.Join(parts, "; "),
-		Detail:  map[string]any{"problems": list},
+		Message: "Invalid arguments: " + firstOf(parts, "; "),
+		Detail:  detail,
 	}
 }
 
@@ -306,7 +331,7 @@ func outcome(ctx context.Context, err error) (env map[string]any, code string, i
 	case errors.As(err, &f):
 		return f.Envelope(), f.Code, false
 	case errors.As(err, &apiErr):
-		return apiErr.Envelope(), apiErr.Code, false
+		return firstProblems(apiErr.Envelope()), apiErr.Code, false
 	case errors.As(err, &argErr):
 		name := argErr.Param
 		if name == "" {

@@ -263,6 +263,11 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if err != nil {
 		return fail(err)
 	}
+	if t.Cut != "" {
+		if data, err = cutList(out, t.Cut, data, d.budget/2); err != nil {
+			return fail(err)
+		}
+	}
 	res := successResult(t.Summary(out), out, data)
 	if call.Content != nil {
 		res.Content = append(res.Content[:1:1], call.Content...)

@@ -57,6 +57,9 @@ type Tool struct {
 	// results: it returns the result's _meta from its structured content. A handler may set
 	// Call.Meta instead.
 	Preview func(out map[string]any) map[string]any
+	// Cut names the result's list (of issues, findings) that is cut to fit half the result
+	// budget: the first items stay, in order, and omitted says how many more there are.
+	Cut string
 	// OwnBudget marks a tool that keeps its results within the result budget its own way (an
 	// export sends a large file by reference): the server does not check them.
 	OwnBudget bool
