@@ -112,6 +112,15 @@ func fitBudget(t *Tool, res *mcp.CallToolResult, budget int) (*mcp.CallToolResul
 		return errorResult(env), "", nil
 	}
 	larger := max(size.textTokens, size.structTokens)
+	if !t.ReadOnly() && len(res.Content) > 1 {
+		// A write was applied: its result is never replaced by an error. The text keeps the
+		// summary and leaves the JSON to structuredContent.
+		if summary, ok := res.Content[0].(mcp.TextContent); ok {
+			res.Content = []mcp.Content{mcp.NewTextContent(cutMessage(summary.Text, maxErrorMessage) +
+				fmt.Sprintf(" (The result's JSON, %d tokens, is over this server's result budget of %d: it is left out of this text.)", size.structTokens, budget))}
+			return res, "", nil
+		}
+	}
 	f := &Failure{Code: codeResultTooLarge, Detail: map[string]any{"tokens": larger, "characters": max(size.textChars, size.structChars), "budget": budget},
 		Message: fmt.Sprintf("The result of %s is too large for a model to read (%d tokens, %d characters; this server's budget is %d tokens and %d characters). "+
 			"Ask for less: a page (limit), a search (query), brief detail; or export the card or worldbook as a file.",

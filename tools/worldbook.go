@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 )
@@ -120,7 +119,7 @@ func worldbookTools() []Tool {
 				created := stringsOf(list(out, "createdEntryIds"))
 				s := fmt.Sprintf("Worldbook written: %s created", phrase.Count(int64(len(created)), "entry", "entries"))
 				if len(created) > 0 {
-					s += " (" + strings.Join(created, ", ") + ")"
+					s += " (" + firstOf(created, ", ") + ")"
 				}
 				s += fmt.Sprintf(", %d updated, %d deleted", num(out, "updatedCount"), num(out, "deletedCount"))
 				if boolean(out, "bound") {
