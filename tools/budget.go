@@ -176,5 +176,5 @@ func omittedSummary(out map[string]any) string {
 	if n == 0 {
 		return ""
 	}
-	return fmt.Sprintf(" %d more are not listed (over the result budget): fix these and run it again.", n)
+	return fmt.Sprintf(" %d more are not listed (over the result budget).", n)
 }

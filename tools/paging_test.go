@@ -25,7 +25,7 @@ func loreEntry(i int) map[string]any {
 		b.WriteByte(' ')
 	}
 	return map[string]any{"op": "create", "name": fmt.Sprintf("Place %04d", i), "content": strings.TrimSpace(b.String()),
-		"keywords": []string{fmt.Sprintf("place%04d", i), loreWords[i%len(loreWords)]}, "secondaryKeywords": []string{"harbour"}, "category": "places"}
+		"keywords": []string{fmt.Sprintf("place%04d", i), fmt.Sprintf("%s-%d", loreWords[i%len(loreWords)], i%97)}, "secondaryKeywords": []string{"harbour"}, "category": "places"}
 }
 
 // bigWorldbook creates a worldbook of n generated entries (plant, when set, replaces entry
@@ -321,5 +321,41 @@ func TestReviewFindingsCut(t *testing.T) {
 	}
 	if tt, st := resultTokens(t, res); tt > MinResultBudget || st > MinResultBudget {
 		t.Errorf("review_card: %d tokens of text, %d of structuredContent", tt, st)
+	}
+}
+
+// TestTriggersConcise: on a 1,000-entry worldbook, test_worldbook_triggers names what fired and
+// the entries a keyword matched, and counts the rest instead of listing them; detail full
+// lists every entry.
+func TestTriggersConcise(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	wb, ids := bigWorldbook(t, e, 1000, -1, nil)
+	args := map[string]any{"worldbookId": wb, "text": "We reach place0500 by the harbour."}
+	res := e.call("test_worldbook_triggers", jsonArg(t, args))
+	if res.IsError {
+		t.Fatalf("brief: %s", firstText(res))
+	}
+	out := structured(t, res).(map[string]any)
+	fired := list(out, "fired")
+	if res.IsError || len(fired) == 0 || num(out, "quiet") < 900 || len(list(out, "notFired"))+len(fired)+int(num(out, "quiet")) != 1000 {
+		t.Fatalf("brief: %d fired, %d not fired, %v quiet: %s", len(fired), len(list(out, "notFired")), out["quiet"], firstText(res))
+	}
+	found := false
+	for _, f := range fired {
+		found = found || str(f.(map[string]any), "entryId") == ids[500]
+	}
+	if !found || !strings.Contains(firstText(res), "matched no keyword") {
+		t.Errorf("place 0500 did not fire, or the text does not say what was left out: %s", firstText(res))
+	}
+	tt, st := resultTokens(t, res)
+	t.Logf("brief: %d fired; %d tokens of text, %d of structuredContent", len(fired), tt, st)
+	if tt > 5000 || st > 5000 {
+		t.Errorf("brief: %d tokens of text, %d of structuredContent", tt, st)
+	}
+	args["detail"] = "full" // every entry: as many as fit, and how many more
+	out = e.ok("test_worldbook_triggers", jsonArg(t, args))
+	if n := len(list(out, "notFired")) + len(list(out, "fired")) + int(num(out, "omitted")); n != 1000 || out["quiet"] != nil || num(out, "omitted") == 0 {
+		t.Errorf("full: %d fired, %d not fired, %v omitted", len(list(out, "fired")), len(list(out, "notFired")), out["omitted"])
 	}
 }
