@@ -170,7 +170,7 @@ func pageSummary(out map[string]any, noun, nouns string) string {
 }
 
 // briefContent is how much of an entry's content a brief entry shows, in characters.
-const briefContent = 160
+const briefContent = 100
 
 // entryShapes filters, ranks and shapes a worldbook's entries for list_worldbook_entries: with a
 // query only the entries that match it, best first (score, then entryId); brief or full.

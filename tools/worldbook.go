@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 )
@@ -118,8 +119,11 @@ func worldbookTools() []Tool {
 			Summary: func(out map[string]any) string {
 				created := stringsOf(list(out, "createdEntryIds"))
 				s := fmt.Sprintf("Worldbook written: %s created", phrase.Count(int64(len(created)), "entry", "entries"))
-				if len(created) > 0 {
-					s += " (" + firstOf(created, ", ") + ")"
+				switch {
+				case len(created) > 3: // the JSON's createdEntryIds has them all, in order
+					s += " (createdEntryIds)"
+				case len(created) > 0:
+					s += " (" + strings.Join(created, ", ") + ")"
 				}
 				s += fmt.Sprintf(", %d updated, %d deleted", num(out, "updatedCount"), num(out, "deletedCount"))
 				if boolean(out, "bound") {
