@@ -101,6 +101,9 @@ func pageResult(c *Call, data json.RawMessage, l listing, shape func(args pageAr
 		limit = defaultLimit
 	}
 	req := page.Request{Scope: scopeOf(c, args), Cursor: args.Cursor, Limit: limit, Budget: max(c.Budget-pageOverhead, 1)}
+	if len(data) <= req.Budget {
+		req.Budget = 0 // the whole answer is within the budget in bytes, so in tokens: nothing to measure
+	}
 	var sizeErr error
 	p, err := page.Make(order, req, func(i int) int {
 		raw, _ := json.Marshal(items[i].show)
