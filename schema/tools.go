@@ -28,16 +28,20 @@ var toolsTree = sync.OnceValues(func() (any, error) {
 })
 
 // ToolNames returns the names of the tools whose schemas tools.json holds, sorted.
-func ToolNames() ([]string, error) {
-	v, err := toolsDoc.resolve("#/tools")
+func ToolNames() ([]string, error) { return namesIn("tools") }
+
+// namesIn returns the keys of a top-level object of tools.json, sorted, without $comment.
+func namesIn(section string) ([]string, error) {
+	v, err := toolsDoc.resolve("#/" + section)
 	if err != nil {
 		return nil, err
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("tools.json: tools is not an object")
+		return nil, fmt.Errorf("tools.json: %s is not an object", section)
 	}
-	return slices.Sorted(maps.Keys(m)), nil
+	names := slices.Sorted(maps.Keys(m))
+	return slices.DeleteFunc(names, func(k string) bool { return k == "$comment" }), nil
 }
 
 // ToolInput returns the input schema of a tool of tools.json, self-contained like OperationInput's:
@@ -116,21 +120,4 @@ func ToolExtension(name string) (in, out map[string]any, ok bool, err error) {
 }
 
 // ExtendedTools returns the names of the tools tools.json extends, sorted.
-func ExtendedTools() ([]string, error) {
-	v, err := toolsDoc.resolve("#/extensions")
-	if err != nil {
-		return nil, err
-	}
-	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, fmt.Errorf("tools.json: extensions is not an object")
-	}
-	var names []string
-	for k := range m {
-		if k != "$comment" {
-			names = append(names, k)
-		}
-	}
-	slices.Sort(names)
-	return names, nil
-}
+func ExtendedTools() ([]string, error) { return namesIn("extensions") }

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/tokens"
+	"github.com/cardwriter/cardwriter-mcp/schema"
 )
 
 // loreWords make generated entries read like a worldbook's (and tokenize like one).
@@ -357,5 +358,34 @@ func TestTriggersConcise(t *testing.T) {
 	out = e.ok("test_worldbook_triggers", jsonArg(t, args))
 	if n := len(list(out, "notFired")) + len(list(out, "fired")) + int(num(out, "omitted")); n != 1000 || out["quiet"] != nil || num(out, "omitted") == 0 {
 		t.Errorf("full: %d fired, %d not fired, %v omitted", len(list(out, "fired")), len(list(out, "notFired")), out["omitted"])
+	}
+}
+
+// TestExtensionsExtendOperations: every tool tools.json extends is a tool of the registry that
+// calls one contract operation, and advertises the extension's arguments.
+func TestExtensionsExtendOperations(t *testing.T) {
+	t.Parallel()
+	names, err := schema.ExtendedTools()
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]Tool{}
+	for _, tool := range All() {
+		byName[tool.Name] = tool
+	}
+	for _, name := range names {
+		tool, ok := byName[name]
+		if !ok || tool.Operation == "" {
+			t.Errorf("tools.json extends %s, which is no tool calling a contract operation", name)
+			continue
+		}
+		for _, arg := range tool.extra {
+			if !strings.Contains(string(tool.InputSchema()), `"`+arg+`"`) {
+				t.Errorf("%s does not advertise %s", name, arg)
+			}
+		}
+	}
+	if len(names) < 6 {
+		t.Errorf("extended tools %v: want the five list tools and validate_card", names)
 	}
 }
