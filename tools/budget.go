@@ -57,19 +57,31 @@ type resultSize struct {
 }
 
 // measure returns the size of res against budget; over reports whether either part is over
-// the budget or the character cap. Tokens are counted only for a part longer in bytes than the
-// budget (a token is at least one byte): most results are never tokenized.
+// the budget or the character cap. A token and a character are at least one byte each, so a part
+// no longer in bytes than both is within them unmeasured: most results are never tokenized nor
+// copied.
 func measure(res *mcp.CallToolResult, budget int) (size resultSize, over bool, err error) {
-	var text strings.Builder
+	within := min(budget, MaxResultChars)
+	textLen := 0
 	for _, c := range res.Content {
 		if tc, ok := c.(mcp.TextContent); ok {
-			text.WriteString(tc.Text)
+			textLen += len(tc.Text)
 		}
 	}
 	structured := []byte(res.RawStructuredContent)
 	if structured == nil && res.StructuredContent != nil {
 		if structured, err = json.Marshal(res.StructuredContent); err != nil {
 			return size, false, fmt.Errorf("encode structured content: %w", err)
+		}
+	}
+	if textLen <= within && len(structured) <= within {
+		return resultSize{textTokens: textLen, structTokens: len(structured), textChars: textLen, structChars: len(structured)}, false, nil
+	}
+	var text strings.Builder
+	text.Grow(textLen)
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			text.WriteString(tc.Text)
 		}
 	}
 	for _, part := range []struct {

@@ -36,3 +36,41 @@ func TestWithin(t *testing.T) {
 		}
 	}
 }
+
+// TestCountLongText: text counted a chunk at a time counts as it does whole (cut before words),
+// and a long run without spaces is counted in bounded time, about as whole.
+func TestCountLongText(t *testing.T) {
+	t.Parallel()
+	if _, err := Count(""); err != nil { // loads the tokenizer
+		t.Fatal(err)
+	}
+	prose := strings.Repeat("The keeper of the old harbour lights a lantern for every ship lost at sea. ", 200)
+	whole := len(enc.Encode(prose, nil, nil))
+	if n, err := Count(prose); err != nil || n != whole {
+		t.Errorf("Count(prose) = %d, %v; whole %d", n, err, whole)
+	}
+	run := strings.Repeat("a", 60_000)
+	n, err := Count(run)
+	if err != nil || n < len(run)/16 || n > len(run)/4 {
+		t.Errorf("Count of %d letters = %d, %v", len(run), n, err)
+	}
+	if ok, err := Within(run, 100); ok || err != nil {
+		t.Errorf("Within(run, 100) = %v, %v", ok, err)
+	}
+}
+
+// TestCut: chunks end before a word, within chunk bytes, or at a rune boundary in a long run.
+func TestCut(t *testing.T) {
+	t.Parallel()
+	prose := strings.Repeat("keeper ", 1000)
+	if i := cut(prose); i > chunk || prose[i] != ' ' || prose[i-1] == ' ' {
+		t.Errorf("cut(prose) = %d", i)
+	}
+	runes := strings.Repeat("é", 3000) // two bytes each
+	if i := cut(runes); i > chunk || i%2 != 0 {
+		t.Errorf("cut(runes) = %d, not at a rune boundary", i)
+	}
+	if i := cut("short"); i != 5 {
+		t.Errorf("cut(short) = %d", i)
+	}
+}
