@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -70,8 +71,19 @@ func pageResult(c *Call, data json.RawMessage, l listing, shape func(args pageAr
 			return nil, fmt.Errorf("read the paging arguments of %s: %w", c.Tool.Name, err)
 		}
 	}
+	limit := args.Limit
+	if limit == 0 {
+		limit = defaultLimit
+	}
 	out, err := decodeObject(data)
-	if err != nil || c.Tool.output.Validate(out) != nil {
+	if err != nil {
+		return data, nil
+	}
+	if all, isList := out[l.key].([]any); isList && shape == nil && args.Cursor == "" && len(all) <= limit && len(data) <= c.Budget-pageOverhead {
+		// One page holds it all: the answer as it came, with its counts (readResult checks it).
+		return withCounts(data, len(all)), nil
+	}
+	if c.Tool.output.Validate(out) != nil {
 		return data, nil
 	}
 	var items []listItem
@@ -95,10 +107,6 @@ func pageResult(c *Call, data json.RawMessage, l listing, shape func(args pageAr
 	order := make([]page.Item, len(items))
 	for i, it := range items {
 		order[i] = it.Item
-	}
-	limit := args.Limit
-	if limit == 0 {
-		limit = defaultLimit
 	}
 	req := page.Request{Scope: scopeOf(c, args), Cursor: args.Cursor, Limit: limit, Budget: max(c.Budget-pageOverhead, 1)}
 	if len(data) <= req.Budget {
@@ -137,6 +145,16 @@ func pageResult(c *Call, data json.RawMessage, l listing, shape func(args pageAr
 		out["changed"] = fmt.Sprintf("The list changed since the previous page (%d items then, %d now). This page goes on after the last item you saw, so none is repeated; items added before that point are not on the next pages: leave cursor out to start again.", p.TotalBefore, p.Total)
 	}
 	return json.Marshal(out)
+}
+
+// withCounts returns a JSON object with total and count n added (as the first members).
+func withCounts(data json.RawMessage, n int) json.RawMessage {
+	rest := bytes.TrimLeft(bytes.TrimSpace(data)[1:], " \t\r\n") // after the object's "{"
+	out := fmt.Appendf(make([]byte, 0, len(data)+40), `{"count":%d,"total":%d`, n, n)
+	if rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
 }
 
 // scopeOf names the list a call pages: the tool, its operation's parameters and the query.

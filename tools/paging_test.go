@@ -389,3 +389,17 @@ func TestExtensionsExtendOperations(t *testing.T) {
 		t.Errorf("extended tools %v: want the five list tools and validate_card", names)
 	}
 }
+
+func TestWithCounts(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`{}`:                     `{"count":2,"total":2}`,
+		` { "list":[1,2]} `:      `{"count":2,"total":2,"list":[1,2]}`,
+		"{\n}":                   `{"count":2,"total":2}`,
+		`{"list":[1,2],"x":"}"}`: `{"count":2,"total":2,"list":[1,2],"x":"}"}`,
+	} {
+		if got := string(withCounts(json.RawMessage(in), 2)); got != want {
+			t.Errorf("withCounts(%q) = %s, want %s", in, got, want)
+		}
+	}
+}
