@@ -109,7 +109,7 @@ for (const line of ['v1', 'v2']) {
 
         const { worldbookId } = await good('create_worldbook', { name: 'Shoals' });
         await good('write_worldbook_document', { worldbookId, entries: [{ op: 'create', name: 'Kraken', content: 'It waits.', keywords: ['kraken'] }] });
-        const entries = await good('list_worldbook_entries', { worldbookId });
+        const entries = await good('list_worldbook_entries', { worldbookId, detail: 'full' });
         assert.deepEqual(entries.entries[0].embedding, [0.5]);
 
         const trial = await good('upsert_trial_card', { clientKey: 'standin-1', card: { roleName: 'Trial' } });

@@ -28,16 +28,20 @@ var toolsTree = sync.OnceValues(func() (any, error) {
 })
 
 // ToolNames returns the names of the tools whose schemas tools.json holds, sorted.
-func ToolNames() ([]string, error) {
-	v, err := toolsDoc.resolve("#/tools")
+func ToolNames() ([]string, error) { return namesIn("tools") }
+
+// namesIn returns the keys of a top-level object of tools.json, sorted, without $comment.
+func namesIn(section string) ([]string, error) {
+	v, err := toolsDoc.resolve("#/" + section)
 	if err != nil {
 		return nil, err
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("tools.json: tools is not an object")
+		return nil, fmt.Errorf("tools.json: %s is not an object", section)
 	}
-	return slices.Sorted(maps.Keys(m)), nil
+	names := slices.Sorted(maps.Keys(m))
+	return slices.DeleteFunc(names, func(k string) bool { return k == "$comment" }), nil
 }
 
 // ToolInput returns the input schema of a tool of tools.json, self-contained like OperationInput's:
@@ -92,3 +96,38 @@ func ToolDef(name string) (map[string]any, error) {
 	}
 	return Tolerant(s), nil
 }
+
+// ToolExtension returns what tools.json's extensions add to the schemas of a tool that calls one
+// contract operation (paging and search arguments, page fields of the result): the properties
+// of its input and of its output, self-contained (the output's read tolerantly). ok is false
+// for a tool without extensions.
+func ToolExtension(name string) (in, out map[string]any, ok bool, err error) {
+	at := "#/extensions/" + escapePointer(name)
+	if _, err := toolsDoc.resolve(at); err != nil {
+		return nil, nil, false, nil
+	}
+	props := func(which string, keepMarkers bool) (map[string]any, error) {
+		s, err := toolsDoc.inlineAt(at+"/"+which, keepMarkers)
+		if err != nil {
+			return nil, fmt.Errorf("tool extension %s %s: %w", name, which, err)
+		}
+		if keepMarkers {
+			s = Tolerant(s)
+		}
+		p, ok := s["properties"].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("tool extension %s %s: no properties", name, which)
+		}
+		return p, nil
+	}
+	if in, err = props("input", false); err != nil {
+		return nil, nil, false, err
+	}
+	if out, err = props("output", true); err != nil {
+		return nil, nil, false, err
+	}
+	return in, out, true, nil
+}
+
+// ExtendedTools returns the names of the tools tools.json extends, sorted.
+func ExtendedTools() ([]string, error) { return namesIn("extensions") }

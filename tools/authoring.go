@@ -111,6 +111,7 @@ func authoringTools() []Tool {
 				"again.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation:   "validateCard",
+			Cut:         "issues",
 			Annotations: readHints(),
 			Summary:     summarizeReport,
 		},
@@ -160,9 +161,11 @@ func authoringTools() []Tool {
 				"Use it to find an uploaded image's id again.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation:   "listCardAssets",
+			Handler:     paged(listing{key: "images", id: "imageId"}),
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("Card %s has %s on its author page.", str(out, "roleId"), phrase.Count(int64(len(list(out, "images"))), "image", "images"))
+				return fmt.Sprintf("Card %s has %s on its author page.", str(out, "roleId"), phrase.Count(num(out, "total"), "image", "images")) +
+					pageSummary(out, "image", "images")
 			},
 		},
 	}
@@ -181,10 +184,10 @@ func summarizeReport(out map[string]any) string {
 		}
 	}
 	if boolean(out, "ready") {
-		return fmt.Sprintf("Card %s is ready to publish (%s).", str(out, "roleId"), phrase.Count(warns, "warning", "warnings"))
+		return fmt.Sprintf("Card %s is ready to publish (%s).", str(out, "roleId"), phrase.Count(warns, "warning", "warnings")) + omittedSummary(out)
 	}
 	return fmt.Sprintf("Card %s is not ready to publish: %s, %s.", str(out, "roleId"),
-		phrase.Count(errs, "error", "errors"), phrase.Count(warns, "warning", "warnings"))
+		phrase.Count(errs, "error", "errors"), phrase.Count(warns, "warning", "warnings")) + omittedSummary(out)
 }
 
 // publishCard validates the card first and submits it only when the report is ready, so that

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
-	"strings"
 	"syscall"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -22,9 +22,14 @@ import (
 // Call is one tool call whose arguments passed the tool's input schema, split the way its
 // operation takes them.
 type Call struct {
-	Tool     *Tool
-	Params   map[string]string // the operation's path and query parameters that were given
-	Body     json.RawMessage   // the JSON body (every other argument); nil when the operation has none
+	Tool   *Tool
+	Params map[string]string // the operation's path and query parameters that were given
+	Body   json.RawMessage   // the JSON body (every other argument); nil when the operation has none
+	// Extra are the arguments tools.json's extensions add to the operation's (paging, search)
+	// as a JSON object, kept by the server; nil when the tool has none.
+	Extra json.RawMessage
+	// Budget is the most cl100k tokens the result may hold (Options.ResultBudget, resolved).
+	Budget   int
 	Client   *upstream.Client
 	Progress *Progress // never nil; a no-op when the client asked for no progress
 
@@ -88,24 +93,49 @@ func generic(ctx context.Context, c *Call) (json.RawMessage, error) {
 	return out, nil
 }
 
+// firstProblems cuts every list of the card service's error detail (problems, per-op errors)
+// to its first maxProblems items, and says in detail.more how many it left out.
+func firstProblems(env map[string]any) map[string]any {
+	detail, _ := env["detail"].(map[string]any)
+	detail = maps.Clone(detail) // the error's own map stays whole
+	more := 0
+	for k, v := range detail {
+		if l, ok := v.([]any); ok && len(l) > maxProblems {
+			more += len(l) - maxProblems
+			detail[k] = l[:maxProblems]
+		}
+	}
+	if more > 0 {
+		detail["more"] = more
+		env["detail"] = detail
+	}
+	return env
+}
+
 // invalidArguments is the Failure for arguments that fail the input schema: the message names
 // every failing location and why, so that the model can correct its call.
 func invalidArguments(problems []schema.Problem) *Failure {
 	parts := make([]string, len(problems))
-	list := make([]any, len(problems))
+	list := make([]any, 0, min(len(problems), maxProblems))
 	for i, p := range problems {
 		parts[i] = p.String()
-		list[i] = map[string]any{"instanceLocation": p.InstanceLocation, "message": p.Message}
+		if i < maxProblems {
+			list = append(list, map[string]any{"instanceLocation": p.InstanceLocation, "message": p.Message})
+		}
+	}
+	detail := map[string]any{"problems": list}
+	if len(problems) > maxProblems {
+		detail["more"] = len(problems) - maxProblems
 	}
 	return &Failure{
 		Code:    codeInvalidArguments,
-		Message: "Invalid arguments: " + strings.Join(parts, "; "),
-		Detail:  map[string]any{"problems": list},
+		Message: "Invalid arguments: " + firstOf(parts, "; "),
+		Detail:  detail,
 	}
 }
 
 // prepare validates the raw arguments and splits them into the operation's parameters and body.
-func (t *Tool) prepare(raw json.RawMessage) (params map[string]string, body json.RawMessage, err error) {
+func (t *Tool) prepare(raw json.RawMessage) (params map[string]string, body, extra json.RawMessage, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
 		raw = json.RawMessage(`{}`)
@@ -114,28 +144,39 @@ func (t *Tool) prepare(raw json.RawMessage) (params map[string]string, body json
 	if err != nil {
 		var ve *schema.ValidationError
 		if errors.As(err, &ve) {
-			return nil, nil, invalidArguments(ve.Problems)
+			return nil, nil, nil, invalidArguments(ve.Problems)
 		}
-		return nil, nil, invalidArguments([]schema.Problem{{InstanceLocation: "/", Message: err.Error()}})
+		return nil, nil, nil, invalidArguments([]schema.Problem{{InstanceLocation: "/", Message: err.Error()}})
 	}
 	if err := t.input.Validate(inst); err != nil {
 		var ve *schema.ValidationError
 		if errors.As(err, &ve) {
-			return nil, nil, invalidArguments(ve.Problems)
+			return nil, nil, nil, invalidArguments(ve.Problems)
 		}
-		return nil, nil, fmt.Errorf("validate the arguments of %s: %w", t.Name, err)
+		return nil, nil, nil, fmt.Errorf("validate the arguments of %s: %w", t.Name, err)
 	}
 	if t.Operation == "" {
 		// A tool that is no single operation takes its arguments whole.
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, raw); err != nil {
-			return nil, nil, fmt.Errorf("compact the arguments of %s: %w", t.Name, err)
+			return nil, nil, nil, fmt.Errorf("compact the arguments of %s: %w", t.Name, err)
 		}
-		return map[string]string{}, buf.Bytes(), nil
+		return map[string]string{}, buf.Bytes(), nil, nil
 	}
 	fields, err := splitObject(raw)
 	if err != nil {
-		return nil, nil, fmt.Errorf("split the arguments of %s: %w", t.Name, err)
+		return nil, nil, nil, fmt.Errorf("split the arguments of %s: %w", t.Name, err)
+	}
+	if len(t.extra) > 0 {
+		var kept members
+		for _, k := range t.extra {
+			if v, ok := fields.take(k); ok {
+				kept = append(kept, member{key: k, plain: true, value: v})
+			}
+		}
+		if extra, err = kept.encode(0); err != nil {
+			return nil, nil, nil, fmt.Errorf("encode the extension arguments of %s: %w", t.Name, err)
+		}
 	}
 	params = map[string]string{}
 	for _, p := range t.op.Params {
@@ -145,7 +186,7 @@ func (t *Tool) prepare(raw json.RawMessage) (params map[string]string, body json
 		}
 		s, err := jsonString(v)
 		if err != nil {
-			return nil, nil, fmt.Errorf("parameter %s of %s is not a string: %w", p.Name, t.Name, err)
+			return nil, nil, nil, fmt.Errorf("parameter %s of %s is not a string: %w", p.Name, t.Name, err)
 		}
 		if p.In == "path" {
 			// Refuse, before any request (a custom handler may send others first), an id
@@ -155,23 +196,23 @@ func (t *Tool) prepare(raw json.RawMessage) (params map[string]string, body json
 				if errors.As(err, &argErr) {
 					argErr.Param = p.Name
 				}
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 		}
 		params[p.Name] = s
 	}
 	if t.op.Body == nil {
 		if len(fields) > 0 {
-			return nil, nil, fmt.Errorf("%s: arguments %v belong to no parameter", t.Name, fields.keys())
+			return nil, nil, nil, fmt.Errorf("%s: arguments %v belong to no parameter", t.Name, fields.keys())
 		}
-		return params, nil, nil
+		return params, nil, extra, nil
 	}
 	// Sorted keys; the values as the client sent them (compacted, <>& left unescaped).
 	body, err = fields.encode(len(raw))
 	if err != nil {
-		return nil, nil, fmt.Errorf("encode the body of %s: %w", t.Name, err)
+		return nil, nil, nil, fmt.Errorf("encode the body of %s: %w", t.Name, err)
 	}
-	return params, body, nil
+	return params, body, extra, nil
 }
 
 // rawArguments returns the call's arguments as JSON, as they came over the wire when known.
@@ -298,7 +339,7 @@ func outcome(ctx context.Context, err error) (env map[string]any, code string, i
 	case errors.As(err, &f):
 		return f.Envelope(), f.Code, false
 	case errors.As(err, &apiErr):
-		return apiErr.Envelope(), apiErr.Code, false
+		return firstProblems(apiErr.Envelope()), apiErr.Code, false
 	case errors.As(err, &argErr):
 		name := argErr.Param
 		if name == "" {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
@@ -85,7 +84,7 @@ func (t *Tool) unreadable(data, body json.RawMessage, cause error) *Failure {
 		for _, p := range ve.Problems {
 			parts = append(parts, p.String())
 		}
-		what = "its answer does not fit: " + strings.Join(parts, "; ")
+		what = "its answer does not fit: " + firstOf(parts, "; ")
 	default:
 		what = "its answer is not a JSON object"
 	}

@@ -141,7 +141,7 @@ func TestTolerantReading(t *testing.T) {
 				wb := e.ok("create_worldbook", `{"name":"Shoals"}`)
 				id := wb["worldbookId"].(string)
 				e.ok("write_worldbook_document", `{"worldbookId":"`+id+`","entries":[{"op":"create","name":"Kraken","content":"It waits.","keywords":["kraken"]}]}`)
-				out := e.ok("list_worldbook_entries", `{"worldbookId":"`+id+`"}`)
+				out := e.ok("list_worldbook_entries", `{"worldbookId":"`+id+`","detail":"full"}`)
 				if entries := list(out, "entries"); len(entries) != 1 || entries[0].(map[string]any)["embedding"] == nil {
 					t.Errorf("result %v", out)
 				}

@@ -30,6 +30,7 @@ func reviewTool() Tool {
 			`Example: {"roleId":"r_8f2c1a"}`,
 		Annotations: readHints(),
 		Handler:     reviewCard,
+		Cut:         "findings",
 		Preview:     previewOfCard, // replaced by the handler's fuller preview
 		Summary: func(out map[string]any) string {
 			counts := map[string]int64{}
@@ -41,7 +42,7 @@ func reviewTool() Tool {
 			tokens := obj(out, "tokens")
 			return fmt.Sprintf("Card %s: %s, %s, %s; %d tokens, %d with every message (%s).", str(out, "roleId"),
 				phrase.Count(counts["error"], "error", "errors"), phrase.Count(counts["warning"], "warning", "warnings"), phrase.Count(counts["info"], "note", "notes"),
-				num(tokens, "total"), num(tokens, "permanent"), str(out, "encoding"))
+				num(tokens, "total"), num(tokens, "permanent"), str(out, "encoding")) + omittedSummary(out)
 		},
 	}
 }

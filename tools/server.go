@@ -74,6 +74,10 @@ type Options struct {
 	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the
 	// shared session state records what sessions negotiate).
 	Hooks *server.Hooks
+	// ResultBudget is the most cl100k tokens a tool result's text, or its structuredContent,
+	// may hold (pages are cut to fit it; a larger answer becomes an error saying how to ask for
+	// less); 0 is DefaultResultBudget. Every result also stays within MaxResultChars.
+	ResultBudget int
 }
 
 // NewServer returns the MCP server of the tools Filter selects, calling the card service through
@@ -128,7 +132,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
 	)
-	d := &deps{client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
+	d := &deps{budget: opts.resultBudget(), client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
 	if opts.Tracer != nil {
 		d.tracer = opts.Tracer.Tracer("github.com/cardwriter/cardwriter-mcp/tools")
 	}
@@ -183,6 +187,7 @@ const revisionsInstruction = "Every write that replaces or deletes content first
 
 // deps is what every tool handler is given besides its call.
 type deps struct {
+	budget   int // the result budget, in tokens
 	notes    notifier
 	calls    *Calls
 	audit    *slog.Logger
@@ -212,6 +217,18 @@ func toolHandler(t *Tool, d *deps) server.ToolHandlerFunc {
 		ctx, span := startCallSpan(ctx, d.tracer, t, req)
 		d.notes.log(ctx, mcp.LoggingLevelDebug, map[string]any{"tool": t.Name, "event": "started"})
 		res, code, err := runTool(ctx, t, d, handle, req)
+		if code != codeInputRequired {
+			fitted, over, ferr := fitBudget(t, res, d.budget)
+			switch {
+			case ferr != nil && err == nil:
+				err = ferr // logged; the result goes out as it is
+			case ferr == nil:
+				res = fitted
+				if over != "" {
+					code = over
+				}
+			}
+		}
 		endCallSpan(span, code)
 		dur := time.Since(start)
 		logCall(ctx, d.log, t.Name, dur, code, err)
@@ -248,12 +265,12 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if err != nil {
 		return fail(err)
 	}
-	params, body, err := t.prepare(raw)
+	params, body, extra, err := t.prepare(raw)
 	if err != nil {
 		return fail(err)
 	}
 	body = withIdempotencyKey(t, body)
-	call := &Call{Tool: t, Params: params, Body: body, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
+	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
 		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log}
 	if d.revs != nil && (t.Revise != nil || t.Toolset == ToolsetRevisions) {
 		call.revs = &reviser{d: d, client: clientName(ctx)}
@@ -272,6 +289,11 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	out, data, err := t.readResult(data, params, body)
 	if err != nil {
 		return fail(err)
+	}
+	if t.Cut != "" {
+		if data, err = cutList(out, t.Cut, data, d.budget/2); err != nil {
+			return fail(err)
+		}
 	}
 	summary := t.Summary(out)
 	if call.revs != nil && len(call.revs.kept) > 0 {

@@ -175,7 +175,7 @@ func BenchmarkPrepare(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(c.args)))
 			for b.Loop() {
-				if _, _, err := t.prepare(c.args); err != nil {
+				if _, _, _, err := t.prepare(c.args); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -190,7 +190,7 @@ func BenchmarkEncodeResult(b *testing.B) {
 	ctx := context.Background()
 	for _, c := range e.calls {
 		t := toolByName(b, c.tool)
-		params, body, err := t.prepare(c.args)
+		params, body, extra, err := t.prepare(c.args)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func BenchmarkEncodeResult(b *testing.B) {
 		if handle == nil {
 			handle = generic
 		}
-		data, err := handle(ctx, &Call{Tool: t, Params: params, Body: body, Client: e.client, Progress: newProgress(nil, newNotifier(nil), nil)})
+		data, err := handle(ctx, &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: DefaultResultBudget, Client: e.client, Progress: newProgress(nil, newNotifier(nil), nil)})
 		if err != nil {
 			b.Fatal(err)
 		}

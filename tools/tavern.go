@@ -76,6 +76,7 @@ func tavernTools() []Tool {
 				`Example: {"roleId":"r_8f2c1a","format":"png"}`,
 			Annotations: readHints(),
 			Handler:     exportTavernCard,
+			OwnBudget:   true, // large files: issue 22 item 4
 			Summary: func(out map[string]any) string {
 				s := fmt.Sprintf("Exported card %s as a Character Card V3 %s", str(out, "roleId"), strings.ToUpper(str(out, "format")))
 				if wbs := list(out, "worldbooks"); len(wbs) > 0 {
@@ -110,6 +111,7 @@ func tavernTools() []Tool {
 				`Example: {"worldbookId":"wb_3c9d","format":"lorebook_v3"}`,
 			Annotations: readHints(),
 			Handler:     exportTavernWorldbook,
+			OwnBudget:   true, // large files: issue 22 item 4
 			Summary: func(out map[string]any) string {
 				s := fmt.Sprintf("Exported worldbook %s %s as %s with %s", str(out, "worldbookId"), quoted(str(out, "name")),
 					phrase.Either(str(out, "format") == tavernsync.FormatLorebookV3, "a lorebook_v3 file", "a SillyTavern World Info file"),

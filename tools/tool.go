@@ -63,6 +63,12 @@ type Tool struct {
 	// will replace and keeps it as a revision (Call.keep), right before the write goes out
 	// (Call.beforeWrite); its result then names the revision (revise.go). Nil for other tools.
 	Revise HandlerRevise
+	// Cut names the result's list (of issues, findings) that is cut to fit half the result
+	// budget: the first items stay, in order, and omitted says how many more there are.
+	Cut string
+	// OwnBudget marks a tool that keeps its results within the result budget its own way (an
+	// export sends a large file by reference): the server does not check them.
+	OwnBudget bool
 	// Check names, for a write whose answer may be unreadable, the read tool that shows
 	// whether it was applied (said in the error, so that a model does not blindly repeat it).
 	Check string
@@ -72,6 +78,7 @@ type Tool struct {
 	input        *schema.Validator
 	output       *schema.Validator
 	op           schema.Operation
+	extra        []string // the arguments tools.json's extensions add, sorted
 }
 
 // InputSchema returns the tool's advertised input schema (self-contained JSON Schema).
@@ -225,8 +232,34 @@ func (t *Tool) schemas() (in, out map[string]any, err error) {
 	if in, err = schema.OperationInput(t.Operation); err != nil {
 		return nil, nil, err
 	}
-	out, err = schema.OperationResult(t.Operation)
-	return in, out, err
+	if out, err = schema.OperationResult(t.Operation); err != nil {
+		return nil, nil, err
+	}
+	return t.extend(in, out)
+}
+
+// extend adds to an operation's derived schemas what tools.json's extensions give the tool
+// (paging and search arguments, page fields): arguments the server keeps (Call.Extra), never sent
+// to the card service.
+func (t *Tool) extend(in, out map[string]any) (map[string]any, map[string]any, error) {
+	addIn, addOut, ok, err := schema.ToolExtension(t.Name)
+	if err != nil || !ok {
+		return in, out, err
+	}
+	inProps, _ := in["properties"].(map[string]any)
+	for _, k := range slices.Sorted(maps.Keys(addIn)) {
+		if _, dup := inProps[k]; dup {
+			return nil, nil, fmt.Errorf("extension argument %s is also an argument of %s", k, t.Operation)
+		}
+		inProps[k] = addIn[k]
+		t.extra = append(t.extra, k)
+	}
+	outProps, _ := out["properties"].(map[string]any)
+	if outProps == nil {
+		return nil, nil, fmt.Errorf("the result of %s has no properties to extend", t.Operation)
+	}
+	maps.Copy(outProps, addOut)
+	return in, out, nil
 }
 
 // withRevision returns the output schema of a write that keeps revisions: out with an optional

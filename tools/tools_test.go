@@ -139,7 +139,7 @@ func TestEveryToolAgainstTheSandbox(t *testing.T) {
 		t.Errorf("restore_revision: %v", r)
 	}
 	ok("restore_revision", jsonArg(t, map[string]any{"revisionId": ok("list_revisions", jsonArg(t, map[string]any{"worldbookId": wbID}))["revisions"].([]any)[0].(map[string]any)["revisionId"]}))
-	entries := ok("list_worldbook_entries", jsonArg(t, map[string]any{"worldbookId": wbID, "category": "ships"}))
+	entries := ok("list_worldbook_entries", jsonArg(t, map[string]any{"worldbookId": wbID, "category": "ships", "detail": "full"}))
 	if es := entries["entries"].([]any); len(es) != 1 || es[0].(map[string]any)["priority"] != json.Number("5") {
 		t.Errorf("list_worldbook_entries: %v", entries)
 	}

@@ -21,11 +21,13 @@ func trialTools() []Tool {
 				"(slots.used of slots.max, and ttlHours); read them here rather than assuming numbers.\n\n" +
 				`Example: {}`,
 			Operation:   "listTrialCards",
+			Handler:     paged(listing{key: "list", id: "clientKey"}),
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
 				slots := obj(out, "slots")
 				return fmt.Sprintf("%s live; %d of %d slots in use; the service reports a lifetime of %dh.",
-					phrase.Count(int64(len(list(out, "list"))), "trial card", "trial cards"), num(slots, "used"), num(slots, "max"), num(out, "ttlHours"))
+					phrase.Count(num(out, "total"), "trial card", "trial cards"), num(slots, "used"), num(slots, "max"), num(out, "ttlHours")) +
+					pageSummary(out, "trial card", "trial cards")
 			},
 		},
 		{

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
@@ -29,10 +28,11 @@ func triggerTools() []Tool {
 				"with matchOptions follow SillyTavern exactly: JavaScript /regex/flags keys, whole words, the newest scanDepth " +
 				"messages, {{char}}/{{user}}, selectiveLogic, probability (seed rolls it, else the chance is given), inclusion " +
 				"groups, recursion, sticky/cooldown/delay (pass back timedEffects next turn). Each entry is in fired or notFired " +
-				"with key, step, group, chance and reason.\n\n" +
+				"with key, step, group, chance and reason; of a large worldbook, notFired lists only entries a keyword matched.\n\n" +
 				`Example: {"worldbookId":"wb_41d0e7","chat":[{"name":"Mira","text":"We drop out of the jump gate."}],"charName":"Mira"}`,
 			Annotations: readHints(),
 			Handler:     testWorldbookTriggers,
+			Cut:         "notFired",
 			Summary: func(out map[string]any) string {
 				var names []string
 				for _, r := range list(out, "fired") {
@@ -42,9 +42,13 @@ func triggerTools() []Tool {
 				}
 				s := fmt.Sprintf("%s of %d fire", phrase.Count(int64(len(names)), "entry", "entries"), num(out, "entryCount"))
 				if len(names) > 0 {
-					s += ": " + strings.Join(names, ", ")
+					s += ": " + firstOf(names, ", ")
 				}
-				return s + "."
+				s += "."
+				if q := num(out, "quiet"); q > 0 {
+					s += fmt.Sprintf(" %d more matched no keyword (not listed; detail full lists them).", q)
+				}
+				return s + omittedSummary(out)
 			},
 		},
 	}
@@ -62,6 +66,7 @@ type triggerArgs struct {
 	Seed         *uint64          `json:"seed"`
 	Settings     triggerSettings  `json:"settings"`
 	TimedEffects []triggerEffect  `json:"timedEffects"`
+	Detail       string           `json:"detail"`
 }
 
 // triggerSettings are SillyTavern's global World Info settings a call may set (scanDepth is beside them).
@@ -154,8 +159,13 @@ type triggerReport struct {
 	Settings     tavern.Settings `json:"settings"`
 	Fired        []triggerResult `json:"fired"`
 	NotFired     []triggerResult `json:"notFired"`
+	Quiet        int             `json:"quiet,omitempty"`
 	TimedEffects []triggerEffect `json:"timedEffects"`
 }
+
+// quietListed is how many entries a worldbook may have for notFired to list, in brief, also
+// those that no keyword matched.
+const quietListed = 20
 
 // badTriggerArgs is a user mistake in the arguments, naming them.
 func badTriggerArgs(msg string, args ...string) error {
@@ -235,9 +245,12 @@ func testWorldbookTriggers(ctx context.Context, c *Call) (json.RawMessage, error
 	for _, r := range sim.Results {
 		tr := triggerResult{EntryID: r.EntryID, Name: r.Name, Index: r.Index, Matched: jsontext.NonNil(r.Matched), Reason: r.Reason,
 			Key: r.Key, Step: r.Step, Group: r.Group, Chance: r.Chance}
-		if r.Fired {
+		switch {
+		case r.Fired:
 			out.Fired = append(out.Fired, tr)
-		} else {
+		case r.Key == "" && in.Detail != "full" && len(entries) > quietListed:
+			out.Quiet++ // no main keyword found: said by count only
+		default:
 			out.NotFired = append(out.NotFired, tr)
 		}
 	}

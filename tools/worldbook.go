@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -19,9 +21,10 @@ func worldbookTools() []Tool {
 				"bound to). Use it to find a worldbook to reuse before creating a new one.\n\n" +
 				`Example: {}`,
 			Operation:   "listWorldbooks",
+			Handler:     paged(listing{key: "list", id: "worldbookId"}),
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("You have %s.", phrase.Count(int64(len(list(out, "list"))), "worldbook", "worldbooks"))
+				return fmt.Sprintf("You have %s.", phrase.Count(num(out, "total"), "worldbook", "worldbooks")) + pageSummary(out, "worldbook", "worldbooks")
 			},
 		},
 		{
@@ -64,24 +67,34 @@ func worldbookTools() []Tool {
 				"Bind a worldbook to a card with write_worldbook_document (binding).\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation:   "listCardWorldbooks",
+			Handler:     paged(listing{key: "list", id: "worldbookId"}),
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("Card %s has %s bound.", str(out, "roleId"), phrase.Count(int64(len(list(out, "list"))), "worldbook", "worldbooks"))
+				return fmt.Sprintf("Card %s has %s bound.", str(out, "roleId"), phrase.Count(num(out, "total"), "worldbook", "worldbooks")) +
+					pageSummary(out, "worldbook", "worldbooks")
 			},
 		},
 		{
 			Name:    "list_worldbook_entries",
 			Toolset: ToolsetWorldbook,
 			Title:   "List a worldbook's entries",
-			Description: "List a worldbook's entries with all their fields, optionally only those of one category. " +
-				"Each entry has entryId, name, content, keywords, secondaryKeywords, matchOptions, category, isEnabled, " +
-				"isConstant, priority, sortOrder, lastUpdateTime and activationCount. Use the entryIds with " +
-				"write_worldbook_document to update or delete entries.\n\n" +
-				`Example: {"worldbookId":"wb_41d0e7","category":"factions"}`,
-			Operation:   "listWorldbookEntries",
+			Description: "List or search a worldbook's entries, a page at a time, optionally only those of one category. " +
+				"query finds entries by words in their name, keywords or content, best first. detail full gives every field " +
+				"(content, secondaryKeywords, matchOptions, category, isEnabled, isConstant, priority, sortOrder, ...). Use the " +
+				"entryIds with write_worldbook_document to update or delete entries.\n\n" +
+				`Example: {"worldbookId":"wb_41d0e7","query":"blind cartographer"}`,
+			Operation: "listWorldbookEntries",
+			Handler: func(ctx context.Context, c *Call) (json.RawMessage, error) {
+				data, err := generic(ctx, c)
+				if err != nil {
+					return nil, err
+				}
+				return pageResult(c, data, listing{key: "entries", id: "entryId"}, entryShapes)
+			},
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("Worldbook %s: %s listed.", str(out, "worldbookId"), phrase.Count(int64(len(list(out, "entries"))), "entry", "entries"))
+				return fmt.Sprintf("Worldbook %s: %s.", str(out, "worldbookId"), phrase.Count(num(out, "total"), "entry", "entries")) +
+					pageSummary(out, "entry", "entries")
 			},
 		},
 		{
@@ -107,7 +120,10 @@ func worldbookTools() []Tool {
 			Summary: func(out map[string]any) string {
 				created := stringsOf(list(out, "createdEntryIds"))
 				s := fmt.Sprintf("Worldbook written: %s created", phrase.Count(int64(len(created)), "entry", "entries"))
-				if len(created) > 0 {
+				switch {
+				case len(created) > 3: // the JSON's createdEntryIds has them all, in order
+					s += " (createdEntryIds)"
+				case len(created) > 0:
 					s += " (" + strings.Join(created, ", ") + ")"
 				}
 				s += fmt.Sprintf(", %d updated, %d deleted", num(out, "updatedCount"), num(out, "deletedCount"))

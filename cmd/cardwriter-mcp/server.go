@@ -38,7 +38,9 @@ type serverFlags struct {
 	toolsets    string
 	tools       string
 	readOnly    bool
-	savedGrant  bool // stdio only: without CARDWRITER_TOKEN, use the sign-in saved by login
+	// resultBudget is the most cl100k tokens of a tool result (0: tools.DefaultResultBudget).
+	resultBudget int
+	savedGrant   bool // stdio only: without CARDWRITER_TOKEN, use the sign-in saved by login
 	// requestTokens (http with --auth proxy or passthrough): each MCP request brings its own
 	// card service token, in its context (see httpauth.go).
 	requestTokens bool
@@ -83,6 +85,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 		fs.DurationVar(&f.keep.MaxAge, "revisions-max-age", f.keep.MaxAge, "drop revisions older than this (0: no age limit)")
 		fs.Int64Var(&f.keep.UserBytes, "revisions-user-bytes", f.keep.UserBytes, "the size of one user's revisions together, in bytes; the oldest go first (0: no limit)")
 	}
+	fs.IntVar(&f.resultBudget, "result-budget", 0, fmt.Sprintf("the most cl100k tokens a tool result's text or structuredContent may hold; pages fit it (0: %d)", tools.DefaultResultBudget))
 	f.logFlags.register(fs)
 	// A saved sign-in belongs to one person: only the stdio server (run by that person's
 	// desktop host) uses it; the HTTP server serves many clients and authorizes them itself.
@@ -106,6 +109,9 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 	if f.keep.PerObject < 0 || f.keep.MaxAge < 0 || f.keep.UserBytes < 0 {
 		return nil, errors.New("--revisions-per-object, --revisions-max-age and --revisions-user-bytes must not be negative")
 	}
+	if f.resultBudget != 0 && (f.resultBudget < tools.MinResultBudget || f.resultBudget > tools.MaxResultBudget) {
+		return nil, fmt.Errorf("--result-budget %d: give 0 (the default, %d) or %d to %d tokens", f.resultBudget, tools.DefaultResultBudget, tools.MinResultBudget, tools.MaxResultBudget)
+	}
 	b := &backend{logger: logger}
 	client, svc, err := f.newClient(logger, sandboxBase)
 	if err != nil {
@@ -121,14 +127,15 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		observer = f.metrics
 	}
 	b.mcp, err = tools.NewServer(client, tools.Options{
-		Observer: observer,
-		Tracer:   f.tracer,
-		Audit:    auditLog,
-		Filter:   tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
-		Logger:   logger,
-		Version:  serverVersion(),
-		Hooks:    f.hooks,
-		Dynamic:  f.dynamic,
+		Observer:     observer,
+		Tracer:       f.tracer,
+		Audit:        auditLog,
+		Filter:       tools.Filter{Toolsets: splitList(f.toolsets), Tools: splitList(f.tools), ReadOnly: f.readOnly},
+		Logger:       logger,
+		Version:      serverVersion(),
+		Hooks:        f.hooks,
+		Dynamic:      f.dynamic,
+		ResultBudget: f.resultBudget,
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,

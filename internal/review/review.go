@@ -11,16 +11,13 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
-
-	"github.com/pkoukk/tiktoken-go"
-	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/tokens"
 )
 
 // Encoding names the tokenizer the counts use.
-const Encoding = "cl100k_base"
+const Encoding = tokens.Encoding
 
 // Severities of a finding.
 const (
@@ -67,24 +64,6 @@ type Report struct {
 	Findings []Finding `json:"findings"`
 }
 
-var (
-	encOnce sync.Once
-	enc     *tiktoken.Tiktoken
-	encErr  error
-)
-
-// Count returns the number of cl100k_base tokens of s.
-func Count(s string) (int, error) {
-	encOnce.Do(func() {
-		tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
-		enc, encErr = tiktoken.GetEncoding(Encoding)
-	})
-	if encErr != nil {
-		return 0, fmt.Errorf("tokenizer %s: %w", Encoding, encErr)
-	}
-	return len(enc.Encode(s, nil, nil)), nil
-}
-
 // Thresholds of the length rules, in tokens.
 const (
 	shortGreeting      = 12
@@ -109,7 +88,7 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 		r.Findings = append(r.Findings, Finding{Severity: sev, Field: field, Message: msg, Fix: fix})
 	}
 	count := func(field, s string) (int, error) {
-		n, err := Count(s)
+		n, err := tokens.Count(s)
 		if err != nil {
 			return 0, err
 		}
@@ -134,13 +113,13 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 		fields = append(fields, f)
 	}
 	sort.Strings(fields)
-	tokens := map[string]int{}
+	counts := map[string]int{}
 	for _, f := range fields {
 		n, err := count(f, texts[f])
 		if err != nil {
 			return Report{}, err
 		}
-		tokens[f] = n
+		counts[f] = n
 	}
 
 	// Empty parts.
@@ -172,7 +151,7 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 			}
 			continue
 		}
-		switch n := tokens[field]; {
+		switch n := counts[field]; {
 		case n < shortGreeting:
 			add(Warning, field, fmt.Sprintf("The first message is %d tokens: too short to set a scene.", n), "Give the player a place, a situation and something to answer.")
 		case n > longGreeting:
@@ -187,7 +166,7 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 
 	// What the model reads with every message.
 	for _, s := range permanentSections {
-		r.Tokens.Permanent += tokens["sections."+s]
+		r.Tokens.Permanent += counts["sections."+s]
 	}
 
 	// Macros.
@@ -246,7 +225,7 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 				continue
 			}
 			if e.IsConstant {
-				n, err := Count(e.Content)
+				n, err := tokens.Count(e.Content)
 				if err != nil {
 					return Report{}, err
 				}

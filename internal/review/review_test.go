@@ -84,16 +84,3 @@ func TestRules(t *testing.T) {
 		t.Errorf("tokens: %+v", r.Tokens)
 	}
 }
-
-// TestCount: the counts are the tokenizer's, not a guess from lengths.
-func TestCount(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct {
-		s    string
-		want int
-	}{{"", 0}, {"hello", 1}, {"Hello, world!", 4}} {
-		if n, err := Count(tc.s); err != nil || n != tc.want {
-			t.Errorf("Count(%q) = %d, %v; want %d", tc.s, n, err, tc.want)
-		}
-	}
-}

@@ -1,0 +1,76 @@
+package tokens
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestCount: the counts are the tokenizer's, not a guess from lengths.
+func TestCount(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		s    string
+		want int
+	}{{"", 0}, {"hello", 1}, {"Hello, world!", 4}} {
+		if n, err := Count(tc.s); err != nil || n != tc.want {
+			t.Errorf("Count(%q) = %d, %v; want %d", tc.s, n, err, tc.want)
+		}
+	}
+}
+
+func TestWithin(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		s     string
+		limit int
+		want  bool
+	}{
+		{"Hello, world!", 4, true},  // 13 bytes, 4 tokens
+		{"Hello, world!", 3, false}, // tokenized: over
+		{"abc", 3, true},            // short enough not to count
+		{strings.Repeat(" token", 100), 100, true},
+		{strings.Repeat(" token", 100), 99, false},
+	} {
+		if got, err := Within(tc.s, tc.limit); err != nil || got != tc.want {
+			t.Errorf("Within(%.20q, %d) = %v, %v; want %v", tc.s, tc.limit, got, err, tc.want)
+		}
+	}
+}
+
+// TestCountLongText: text counted a chunk at a time counts as it does whole (cut before words),
+// and a long run without spaces is counted in bounded time, about as whole.
+func TestCountLongText(t *testing.T) {
+	t.Parallel()
+	if _, err := Count(""); err != nil { // loads the tokenizer
+		t.Fatal(err)
+	}
+	prose := strings.Repeat("The keeper of the old harbour lights a lantern for every ship lost at sea. ", 200)
+	whole := len(enc.Encode(prose, nil, nil))
+	if n, err := Count(prose); err != nil || n != whole {
+		t.Errorf("Count(prose) = %d, %v; whole %d", n, err, whole)
+	}
+	run := strings.Repeat("a", 60_000)
+	n, err := Count(run)
+	if err != nil || n < len(run)/16 || n > len(run)/4 {
+		t.Errorf("Count of %d letters = %d, %v", len(run), n, err)
+	}
+	if ok, err := Within(run, 100); ok || err != nil {
+		t.Errorf("Within(run, 100) = %v, %v", ok, err)
+	}
+}
+
+// TestCut: chunks end before a word, within chunk bytes, or at a rune boundary in a long run.
+func TestCut(t *testing.T) {
+	t.Parallel()
+	prose := strings.Repeat("keeper ", 1000)
+	if i := cut(prose); i > chunk || prose[i] != ' ' || prose[i-1] == ' ' {
+		t.Errorf("cut(prose) = %d", i)
+	}
+	runes := strings.Repeat("é", 3000) // two bytes each
+	if i := cut(runes); i > chunk || i%2 != 0 {
+		t.Errorf("cut(runes) = %d, not at a rune boundary", i)
+	}
+	if i := cut("short"); i != 5 {
+		t.Errorf("cut(short) = %d", i)
+	}
+}
