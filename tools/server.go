@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
@@ -63,6 +64,17 @@ type Options struct {
 	// by which the model loads the other toolsets (of those Filter selects) when it needs them;
 	// the server declares tools.listChanged and tells the client of each change.
 	Dynamic bool
+	// ResultBudget is the most cl100k tokens a result's text or structuredContent may hold,
+	// and, times 2.5, characters (the default's 50,000 is Claude Code's cap); 0 is
+	// DefaultResultBudget. An export over it goes by resource_link.
+	ResultBudget int
+	// Exports keeps the exports too large for a result, for resources/read (Redis shared by
+	// replicas, or the embedded store); nil keeps them in memory.
+	Exports store.KV
+	// ExportTTL is how long such an export stays readable; 0 is DefaultExportTTL.
+	ExportTTL time.Duration
+	// now is the clock of export expiry (tests); nil is time.Now.
+	now func() time.Time
 	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the
 	// shared session state records what sessions negotiate).
 	Hooks *server.Hooks
@@ -127,6 +139,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	if opts.Observer != nil {
 		d.aside = observedAside{d.aside, opts.Observer}
 	}
+	d.exports = newExports(opts, client, log)
 	if opts.Dynamic {
 		dt := &dynamicToolsets{srv: srv, selected: selected, d: d}
 		if err := dt.start(); err != nil {
@@ -141,6 +154,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		srv.AddTools(st...)
 	}
 	addResources(srv, client, log)
+	addExportResources(srv, hooks, d.exports)
 	addPreview(srv)
 	addPrompts(srv, selected)
 	return srv, nil
@@ -170,6 +184,7 @@ type deps struct {
 	log      *slog.Logger
 	aside    AsideStore
 	files    *LocalFiles
+	exports  *exports
 }
 
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
@@ -230,7 +245,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	}
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
-		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log}
+		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports}
 	data, err := handle(ctx, call)
 	var ask *needInput
 	var decodeErr *upstream.UnreadableError

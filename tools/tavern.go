@@ -91,7 +91,7 @@ func tavernTools() []Tool {
 				if str(out, "avatar") == "placeholder" {
 					s += "; placeholder image"
 				}
-				return s + "."
+				return s + "." + deliverySummary(out)
 			},
 		},
 		{
@@ -114,7 +114,7 @@ func tavernTools() []Tool {
 					phrase.Either(str(out, "format") == tavernsync.FormatLorebookV3, "a lorebook_v3 file", "a SillyTavern World Info file"),
 					phrase.Count(num(out, "entries"), "entry", "entries"))
 				s += restoredSummary(out)
-				return s + "."
+				return s + "." + deliverySummary(out)
 			},
 		},
 		{
@@ -202,6 +202,18 @@ func restoredSummary(out map[string]any) string {
 	return s
 }
 
+// deliverySummary says where an export's file went when it is not in the result: "" inline.
+func deliverySummary(out map[string]any) string {
+	if w := obj(out, "written"); w != nil {
+		return fmt.Sprintf(" Written to %s (%d bytes).", str(w, "path"), num(w, "size"))
+	}
+	if l := obj(out, "link"); l != nil {
+		return fmt.Sprintf(" The file (%s, %d bytes) is too large for this result: read it with resources/read at %s (only you, until %s).",
+			str(l, "mimeType"), num(l, "size"), str(l, "uri"), str(l, "expiresAt"))
+	}
+	return ""
+}
+
 // AsideKey names a record of the kept-aside store: card service (API base URL), user (userId from
 // GET /me), and the card (aside.KindCard, roleId), worldbook (aside.KindWorldbook, worldbookId) or
 // trial (aside.KindTrial, clientKey) it belongs to.
@@ -258,8 +270,11 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Content = []mcp.Content{fileContent(file)}
-	return out, nil
+	ext := in.Format
+	if ext == "" {
+		ext = "json"
+	}
+	return deliverExport(ctx, c, out, file, in.RoleID+"."+ext, "card", "dataBase64")
 }
 
 // exportTavernWorldbook exports a worldbook as a World Info or lorebook_v3 file.
@@ -272,8 +287,7 @@ func exportTavernWorldbook(ctx context.Context, c *Call) (json.RawMessage, error
 	if err != nil {
 		return nil, err
 	}
-	c.Content = []mcp.Content{fileContent(file)}
-	return out, nil
+	return deliverExport(ctx, c, out, file, in.WorldbookID+".json", "lorebook")
 }
 
 // fileContent is an exported file as the result's content: text, a resource or an image.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 	"github.com/cardwriter/cardwriter-mcp/tools"
@@ -60,6 +62,13 @@ type serverFlags struct {
 	hooks *server.Hooks
 	// dynamic (stdio, --dynamic-toolsets): the model enables toolsets by a tool call.
 	dynamic bool
+	// exports (http) keeps exports too large for a result in the shared store; nil keeps them
+	// in memory (stdio); exportTTL is how long they stay readable (--export-ttl).
+	exports   store.KV
+	exportTTL time.Duration
+	// inlineExports (the export commands): every export inline, whatever its size; a file is
+	// written, no model reads it.
+	inlineExports bool
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -71,6 +80,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.toolsets, "toolsets", "", "comma-separated toolsets to serve (default: all): "+strings.Join(tools.Toolsets(), ", "))
 	fs.StringVar(&f.tools, "tools", "", "comma-separated tool names to serve (default: all in the chosen toolsets)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "serve only tools that change nothing (readOnlyHint)")
+	fs.DurationVar(&f.exportTTL, "export-ttl", tools.DefaultExportTTL, "how long an export too large for a tool result stays readable by resources/read at its resource_link, by the user who made it")
 	f.logFlags.register(fs)
 	// A saved sign-in belongs to one person: only the stdio server (run by that person's
 	// desktop host) uses it; the HTTP server serves many clients and authorizes them itself.
@@ -105,6 +115,10 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 	if f.metrics != nil {
 		observer = f.metrics
 	}
+	var budget int // the default
+	if f.inlineExports {
+		budget = math.MaxInt32
+	}
 	b.mcp, err = tools.NewServer(client, tools.Options{
 		Observer: observer,
 		Tracer:   f.tracer,
@@ -114,6 +128,11 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Version:  serverVersion(),
 		Hooks:    f.hooks,
 		Dynamic:  f.dynamic,
+
+		// Large exports (tools/exports.go).
+		ResultBudget: budget,
+		Exports:      f.exports,
+		ExportTTL:    f.exportTTL,
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,
