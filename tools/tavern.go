@@ -24,7 +24,7 @@ func tavernTools() []Tool {
 			Name:    "import_tavern_card",
 			Toolset: ToolsetTavern,
 			Title:   "Import a character card file",
-			Description: "Import a character card file (Character Card V1/V2/V3 JSON, a PNG with a chara or ccv3 chunk, or a CHARX zip) as a new card with its opening lines, sections, tags, avatar and lorebook (a tavern worldbook bound to the card). What the service has no field for is kept aside by cardwriter-mcp (keptAside), so export_tavern_card gives the same file back. Importing the same file again returns the same card (another clientKey makes a copy); if a step fails, the error names what was created: run the same import again to finish it. mode trial makes the trial card clientKey instead; a live trial of that key from another file is refused (conflict).\n\n" +
+			Description: "Import a character card file (Character Card V1/V2/V3 JSON, PNG or CHARX) as a new card with its opening lines, sections, tags, avatar and lorebook (a tavern worldbook bound to the card). What the service cannot hold is kept aside (keptAside) for export_tavern_card. The same file again returns the same card (another clientKey makes a copy); after a failed step, the error names what was created: run the same import again to finish it. mode trial makes the trial card clientKey instead; a live trial of that key from another file is refused (conflict).\n\n" +
 				`Example: {"source":{"path":"/home/me/cards/Vey.png"}}`,
 			// Not destructive: it only adds a card, or a trial under a clientKey no other trial holds
 			// (refuseOtherTrial). Idempotent: the same file gives the same card, and a repeated
@@ -37,7 +37,7 @@ func tavernTools() []Tool {
 			Name:    "export_tavern_card",
 			Toolset: ToolsetTavern,
 			Title:   "Export a card as a character card file",
-			Description: "Export a card and its bound worldbooks as a Character Card V3 file, changing nothing: json (text and structuredContent.card), png (the avatar or a placeholder, as an image) or charx (a zip with the card's assets, as a resource); png and charx also as structuredContent.dataBase64. What import_tavern_card kept aside is restored; notRestored names what could not be. A file too large for the result comes as a resource_link (structuredContent.link) to read with resources/read; over stdio, path writes it to a file instead.\n\n" +
+			Description: "Export a card and its bound worldbooks as a Character Card V3 file, changing nothing: json, png (the avatar or a placeholder, with the card in its chunks) or charx (a zip with the card's assets). What import_tavern_card kept aside is restored; notRestored names what could not be. A file too large for the result comes as a resource_link (structuredContent.link) to read with resources/read; over stdio, path writes it instead.\n\n" +
 				`Example: {"roleId":"r_8f2c1a","format":"png"}`,
 			Annotations: readHints(),
 			Handler:     exportTavernCard,
@@ -64,7 +64,7 @@ func tavernTools() []Tool {
 			Name:    "export_tavern_worldbook",
 			Toolset: ToolsetTavern,
 			Title:   "Export a worldbook as a lorebook file",
-			Description: "Export a worldbook's entries as a lorebook file, changing nothing: worldinfo (SillyTavern World Info) or lorebook_v3, as text and structuredContent.lorebook. What import_tavern_worldbook kept aside is restored; notRestored names what could not be. A file too large for the result comes as a resource_link (structuredContent.link) to read with resources/read; over stdio, path writes it to a file instead.\n\n" +
+			Description: "Export a worldbook's entries as a lorebook file (SillyTavern World Info or lorebook_v3), changing nothing. What import_tavern_worldbook kept aside is restored; notRestored names what could not be. A file too large for the result comes as a resource_link (structuredContent.link) to read with resources/read; over stdio, path writes it instead.\n\n" +
 				`Example: {"worldbookId":"wb_3c9d","format":"lorebook_v3"}`,
 			Annotations: readHints(),
 			Handler:     exportTavernWorldbook,

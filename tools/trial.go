@@ -39,8 +39,8 @@ func trialTools() []Tool {
 			Name:    "upsert_trial_card",
 			Toolset: ToolsetTrial,
 			Title:   "Create or update a trial card",
-			Description: "Create or update the trial card of a clientKey you choose. card is a full replacement: send every field to keep, sections included; prologue lines are for the PLAYER to say. worldbook.entries, when given, replaces all the trial's entries; left out, they are kept. When every slot is used a new key is refused: delete one with delete_trial_card or reuse a key.\n\n" +
-				`Example: {"clientKey":"mira-draft","card":{"roleName":"Captain Mira Vale","sections":{"description":"Mira captains the Kestrel."}},"worldbook":{"entries":[{"name":"Kestrel","content":"Mira's freighter.","keywords":["Kestrel"]}]}}`,
+			Description: "Create or update the trial card of a clientKey you choose. card is a full replacement: send every field to keep; prologue lines are for the PLAYER to say. worldbook.entries, when given, replaces all the trial's entries; left out, they are kept. With every slot used a new key is refused: delete one with delete_trial_card or reuse a key.\n\n" +
+				`Example: {"clientKey":"mira-draft","card":{"roleName":"Captain Mira Vale"},"worldbook":{"entries":[{"name":"Kestrel","content":"Mira's freighter.","keywords":["Kestrel"]}]}}`,
 			Operation:   "upsertTrialCard",
 			Check:       "get_trial_card",
 			Annotations: replaceHints(),

@@ -77,7 +77,7 @@ func worldbookTools() []Tool {
 			Name:    "write_worldbook_document",
 			Toolset: ToolsetWorldbook,
 			Title:   "Write a worldbook",
-			Description: "Write a worldbook's metadata, entries and card binding in one call; metadata replaces the fields sent. entries are ops, at most 500 per call: create needs name, content and keywords (the rest defaulted); update needs entryId and replaces only the fields sent; delete takes entryId. binding {roleId} binds the worldbook to a card. A refused call applies nothing and names the failing op when the service says which; check list_worldbook_entries before sending again.\n\n" +
+			Description: "Write a worldbook's metadata, entries and card binding in one call; metadata replaces the fields sent. entries are ops, at most 500 per call: create needs name, content and keywords; update needs entryId and replaces the fields sent; delete takes entryId. binding {roleId} binds the worldbook to a card. A refused call applies nothing and names the failing op when it can; check list_worldbook_entries before sending again.\n\n" +
 				`Example: {"worldbookId":"wb_41d0e7","entries":[{"op":"create","name":"The Kestrel","content":"Mira's freighter.","keywords":["Kestrel"]},{"op":"delete","entryId":"e_77a1"}],"binding":{"roleId":"r_8f2c1a"}}`,
 			Operation: "writeWorldbookDocument",
 			Check:     "list_worldbook_entries",
