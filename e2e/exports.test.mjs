@@ -149,12 +149,7 @@ class Host {
       const back = await signInAt(url, this.provider.redirect, { account });
       this.provider.code = back.searchParams.get('code');
     };
-    this.fetch = (url, init) => {
-      if (this.route.to === null) return fetch(url, init);
-      const u = new URL(url);
-      u.host = cluster.replicaUrl(this.route.to).host;
-      return fetch(u, init);
-    };
+    this.fetch = cluster.routedFetch(this.route);
   }
 
   transport() {

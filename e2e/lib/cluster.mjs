@@ -205,6 +205,15 @@ export async function startCluster({ replicas = 2, store = 'redis', sandboxArgs 
     mcpUrl: new URL(`${nginx.url}/mcp`),
     /** The MCP endpoint of replica i, bypassing nginx. */
     replicaUrl: (i) => new URL(`http://${addrs[i]}/mcp`),
+    /** A fetch that goes through nginx, or straight to replica route.to when it is set. */
+    routedFetch(route) {
+      return (url, init) => {
+        if (route.to === null) return fetch(url, init);
+        const u = new URL(url);
+        u.host = addrs[route.to];
+        return fetch(u, init);
+      };
+    },
     /** Kills replica i at once (SIGKILL: as a crash). */
     async kill(i) {
       const p = procs[i].proc;

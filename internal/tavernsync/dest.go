@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -26,32 +25,22 @@ type Written struct {
 // it is. A path outside those folders is refused with the same message whether or not anything
 // is there.
 func WriteLocalFile(ctx context.Context, c Env, p string, data []byte, overwrite bool) (Written, error) {
-	refuse := func(msg string, detail map[string]any) error {
-		if detail == nil {
-			detail = map[string]any{}
-		}
-		detail["argument"] = "path"
-		return &Failure{Code: CodePathNotAllowed, Message: msg, Detail: detail}
-	}
-	if c.LocalFiles == nil {
-		return Written{}, refuse("path is refused: this server does not write files on the machine it runs on (it runs over HTTP, "+
-			"for clients elsewhere). Leave path out: the file comes back in the result, or as a resource_link to read.", nil)
-	}
-	if u, err := url.Parse(p); err == nil && u.Scheme == "file" {
-		p = u.Path
-	}
-	if !filepath.IsAbs(p) {
-		return Written{}, refuse(fmt.Sprintf("path %q is not an absolute path; give the file's full path.", p), nil)
+	refuse := func(msg string, detail map[string]any) error { return pathRefused("path", msg, detail) }
+	p, err := localPath(c, "path", p, "write files on the machine it runs on (it runs over HTTP, for clients elsewhere). "+
+		"Leave path out: the file comes back in the result, or as a resource_link to read.")
+	if err != nil {
+		return Written{}, err
 	}
 	clean := filepath.Clean(p)
 	dir, name := filepath.Dir(clean), filepath.Base(clean)
 	allowed := resolveDirs(c.LocalFiles.AllowDirs)
 	realDir, dirErr := filepath.EvalSymlinks(dir)
-	// Where the folder does not exist, its name is judged as given: the answer for a folder
-	// outside the roots is the same whether it exists or not.
+	// Where the folder does not exist, it is judged by its nearest existing ancestor (symlinks
+	// resolved) and the rest of its name: the answer for a folder outside the roots is the same
+	// whether it exists or not.
 	judged := realDir
 	if dirErr != nil {
-		judged = dir
+		judged = resolveExisting(dir)
 	}
 	if !insideOrAt(judged, allowed) {
 		roots, err := clientRootDirs(ctx, c)
@@ -126,6 +115,20 @@ func writeNew(path string, data []byte, overwrite bool) (err error) {
 		return err
 	}
 	return os.Link(tmp, path)
+}
+
+// resolveExisting returns dir with the symlinks of its longest existing ancestor resolved.
+func resolveExisting(dir string) string {
+	rest := ""
+	for d := dir; ; d = filepath.Dir(d) {
+		if real, err := filepath.EvalSymlinks(d); err == nil {
+			return filepath.Join(real, rest)
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+		rest = filepath.Join(filepath.Base(d), rest)
+	}
 }
 
 // insideOrAt reports whether dir is one of dirs or lies inside one.
