@@ -280,3 +280,19 @@ func TestExportToPath(t *testing.T) {
 		t.Errorf("over HTTP: %v", env)
 	}
 }
+
+// TestExportLinkNewestProtocol: under 2026-07-28 the link and its read work the same, and a
+// refused read is that revision's "resource not found" (-32602).
+func TestExportLinkNewestProtocol(t *testing.T) {
+	t.Parallel()
+	e, _ := newTavernEnv(t, tavernEnvConfig{modern: true, opts: Options{ResultBudget: 200}})
+	imp := importCard(t, e, bigBook(40), nil)
+	link := linkOf(t, e, "export_tavern_card", e.call("export_tavern_card", jsonArg(t, map[string]any{"roleId": imp["roleId"]})))
+	if got, err := readExport(t, e, str(link, "uri")); err != nil || !json.Valid(got) {
+		t.Fatalf("resources/read: %v", err)
+	}
+	_, err := readExport(t, e, "export://0123456789abcdef0123456789abcdef")
+	if !errors.Is(err, mcp.ErrInvalidParams) || !strings.Contains(err.Error(), errNoExport.Error()) {
+		t.Fatalf("got %v, want invalid params (-32602) with the refusal", err)
+	}
+}
