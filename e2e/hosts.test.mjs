@@ -232,7 +232,7 @@ for (const { line, transport } of COMBINATIONS) {
       const client = await connect(line, server);
       try {
         const { resourceTemplates } = await client.listResourceTemplates();
-        assert.deepEqual(resourceTemplates.map((t) => t.uriTemplate).sort(), ['card://{roleId}', 'trial://{clientKey}', 'worldbook://{worldbookId}']);
+        assert.deepEqual(resourceTemplates.map((t) => t.uriTemplate).sort(), ['card://{roleId}', 'export://{exportId}', 'trial://{clientKey}', 'worldbook://{worldbookId}']);
         const card = (await callTool(line, client, 'create_card', { roleName: 'Read me' })).structuredContent;
         const wb = (await callTool(line, client, 'create_worldbook', { name: 'Read me too' })).structuredContent;
         await callTool(line, client, 'upsert_trial_card', { clientKey: 'e2e-read', card: { roleName: 'Read trial' } });

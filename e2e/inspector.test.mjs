@@ -54,7 +54,7 @@ for (const transport of ['stdio', 'http']) {
         for (const t of out.tools) assert.ok(t.title, `${t.name} has no title`);
       }],
       ['lists the resource templates', ['--method', 'resources/templates/list'], (out) => {
-        assert.equal(out.resourceTemplates.length, 3);
+        assert.equal(out.resourceTemplates.length, 4); // card, worldbook, trial, export
       }],
       ['lists the prompts', ['--method', 'prompts/list'], (out) => {
         assert.equal(out.prompts.length, 3);

@@ -307,11 +307,10 @@ func OperationResult(id string) (map[string]any, error) {
 			return nil, err
 		}
 		ps = Tolerant(ps)
-		ps["description"] = "The " + p.Name + " the call acted on."
 		props[p.Name] = ps
 		required = append(required, p.Name)
 	}
-	props["ok"] = map[string]any{"type": "boolean", "description": "true: the card service accepted the call."}
+	props["ok"] = map[string]any{"type": "boolean"}
 	s["properties"] = props
 	s["required"] = append(required, "ok")
 	return s, nil

@@ -17,12 +17,8 @@ func authoringTools() []Tool {
 			Name:    "create_card",
 			Toolset: ToolsetAuthoring,
 			Title:   "Create a card",
-			Description: "Create a new, empty private card and return its roleId. Fill it with set_opening_lines, " +
-				"write_card_document and update_card_profile, then check it with validate_card. The same idempotencyKey " +
-				"returns the same card instead of a second one (with different fields: conflict). Left out, cardwriter-mcp " +
-				"picks a key per call, so its own retries never make two cards; pass your own if you might repeat the " +
-				"call.\n\n" +
-				`Example: {"roleName":"Captain Mira Vale","language":"en","idempotencyKey":"mira-vale-1"}`,
+			Description: "Create a new, empty private card and return its roleId. Fill it with set_opening_lines, write_card_document and update_card_profile, then validate_card. The same idempotencyKey returns the same card (with different fields: conflict); left out, each call makes a new card.\n\n" +
+				`Example: {"roleName":"Captain Mira Vale","idempotencyKey":"mira-vale-1"}`,
 			Operation: "createCard",
 			// Not destructive (it only adds a card). Not idempotent: two calls with the same
 			// arguments and no idempotencyKey make two cards (the key picked per call only
@@ -36,13 +32,8 @@ func authoringTools() []Tool {
 			Name:    "set_opening_lines",
 			Toolset: ToolsetAuthoring,
 			Title:   "Set a card's opening lines",
-			Description: "Set a card's first message, its alternate first messages and the player's suggested opening lines. " +
-				"roleWelcome is written as the character; alternates (get_card calls them welcomeAlternates) are further first " +
-				"messages the player may pick instead; prologue lines are for the PLAYER to say: they fill the player's input " +
-				"box and are never sent as the character. alternates and prologue each replace the stored list; a list left " +
-				"out is kept; [] clears it.\n\n" +
-				`Example: {"roleId":"r_8f2c1a","roleWelcome":"*The airlock hisses open.* \"You're late, pilot.\"",` +
-				`"alternates":["\"Another stowaway? Fine. Sit.\""],"prologue":["Sorry, Captain. Traffic at the gate.","Who are you?"]}`,
+			Description: "Set a card's first message (roleWelcome, as the character), its alternates (get_card's welcomeAlternates) and prologue lines, which are for the PLAYER to say and never sent as the character. A list sent replaces the stored one; left out, it is kept; [] clears it.\n\n" +
+				`Example: {"roleId":"r_8f2c1a","roleWelcome":"\"You're late, pilot.\"","prologue":["Sorry, Captain."]}`,
 			Operation:   "setOpeningLines",
 			Annotations: replaceHints(),
 			Revise:      reviseOpeningLines,
@@ -54,10 +45,8 @@ func authoringTools() []Tool {
 			Name:    "update_card_profile",
 			Toolset: ToolsetAuthoring,
 			Title:   "Update a card's profile",
-			Description: "Update a card's basic profile and return the updated card. Fields you send replace the stored ones (tags " +
-				"as a whole list); fields left out are kept; \"\" clears an image. Image ids come from upload_image with " +
-				"the matching purpose.\n\n" +
-				`Example: {"roleId":"r_8f2c1a","roleDesc":"A smuggler captain with a debt to pay.","tags":["sci-fi","adventure"]}`,
+			Description: "Update a card's basic profile and return the card. Fields sent replace the stored ones (tags as a whole list); fields left out are kept; \"\" clears an image. Image ids come from upload_image with the matching purpose.\n\n" +
+				`Example: {"roleId":"r_8f2c1a","tags":["sci-fi"]}`,
 			Operation:   "updateCardProfile",
 			Annotations: replaceHints(),
 			Revise:      reviseProfile,
@@ -72,10 +61,8 @@ func authoringTools() []Tool {
 			Name:    "write_card_document",
 			Toolset: ToolsetAuthoring,
 			Title:   "Write a card's text sections",
-			Description: "Write a card's long text sections in one call. A section you send replaces its text; a section left out " +
-				"keeps it; \"\" clears it. validate_card says which sections the service requires.\n\n" +
-				`Example: {"roleId":"r_8f2c1a","sections":{"description":"Mira Vale captains the freighter Kestrel.",` +
-				`"personality":"Dry, loyal, reckless when cornered.","scenario":"The player boards the Kestrel as a new pilot."}}`,
+			Description: "Write a card's long text sections in one call. A section sent replaces its text; left out, it is kept; \"\" clears it. validate_card says which sections the service requires.\n\n" +
+				`Example: {"roleId":"r_8f2c1a","sections":{"description":"Mira Vale captains the freighter Kestrel."}}`,
 			Operation:   "writeCardDocument",
 			Annotations: replaceHints(),
 			Revise:      reviseDocument,
@@ -87,8 +74,7 @@ func authoringTools() []Tool {
 			Name:    "set_card_visibility",
 			Toolset: ToolsetAuthoring,
 			Title:   "Set a card's visibility",
-			Description: "Set a card's visibility; \"private\" is the only value this API may set. " +
-				"Use it to make a card private again. Submitting a card for review is publish_card.\n\n" +
+			Description: "Make a card private again (\"private\" is the only value this API may set). Submitting a card for review is publish_card.\n\n" +
 				`Example: {"roleId":"r_8f2c1a","visibility":"private"}`,
 			Operation: "setCardVisibility",
 			// Not destructive: it changes who may see the card, not what it says.
@@ -105,10 +91,7 @@ func authoringTools() []Tool {
 			Name:    "validate_card",
 			Toolset: ToolsetAuthoring,
 			Title:   "Validate a card",
-			Description: "Check whether a card is ready to publish, without changing it. " +
-				"Returns ready and a list of issues, each with field, severity (error or warning) and message; ready is true " +
-				"when no issue is an error. Fix every error (and ideally the warnings) with the authoring tools, then validate " +
-				"again.\n\n" +
+			Description: "Check whether a card is ready to publish, without changing it: ready is true when no issue is an error. Fix the errors (and ideally the warnings) with the authoring tools, then validate again.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation:   "validateCard",
 			Cut:         "issues",
@@ -119,10 +102,7 @@ func authoringTools() []Tool {
 			Name:    "publish_card",
 			Toolset: ToolsetAuthoring,
 			Title:   "Publish a card for review",
-			Description: "Submit a card for review; only when the user asks for it. It runs the validate_card check first: with " +
-				"errors nothing is submitted and the result (validation_failed) lists them. A card already waiting for " +
-				"review is refused with conflict. A client with elicitation asks the user to confirm; declined submits " +
-				"nothing (declined). Reports progress (2 steps).\n\n" +
+			Description: "Submit a card for review; only when the user asks for it. With validate_card errors nothing is submitted (validation_failed lists them); a card already waiting for review is refused (conflict). A client with elicitation asks the user to confirm; declined submits nothing.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation: "publishCard",
 			Check:     "get_card",
@@ -140,11 +120,8 @@ func authoringTools() []Tool {
 			Name:    "upload_image",
 			Toolset: ToolsetAuthoring,
 			Title:   "Upload an image",
-			Description: "Upload an avatar or background image and return its imageId, URL and size. Send the bytes as standard " +
-				"base64 in dataBase64 (at most 8 MiB decoded here; the service may refuse smaller files and says why) with " +
-				"the contentType that matches them. roleId lists the image on that card's author page. Put it on the card " +
-				"with update_card_profile (avatarImageId or backgroundImageId). Each call stores a new image.\n\n" +
-				`Example: {"purpose":"avatar","roleId":"r_8f2c1a","contentType":"image/png","dataBase64":"iVBORw0KGgoAAAANSUhEUgAA..."}`,
+			Description: "Upload an avatar or background image (standard base64, at most 8 MiB decoded; the service may refuse smaller files and says why) and return its imageId. roleId lists it on that card's author page; put it on the card with update_card_profile. Each call stores a new image.\n\n" +
+				`Example: {"purpose":"avatar","roleId":"r_8f2c1a","contentType":"image/png","dataBase64":"iVBORw0KGgo..."}`,
 			Operation:   "uploadImage",
 			Check:       "list_card_assets",
 			Annotations: addHints(),

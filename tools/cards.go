@@ -13,10 +13,7 @@ func cardTools() []Tool {
 			Name:    "get_card",
 			Toolset: ToolsetCards,
 			Title:   "Get a card",
-			Description: "Get one card's full detail by roleId. It has roleName, roleDesc (short description), roleWelcome (the " +
-				"character's first message), welcomeAlternates (alternate first messages), prologue (suggested lines for " +
-				"the PLAYER to say, never sent as the character), the profile fields, the text sections, roleVisibility " +
-				"and reviewStatus. Use it before changing a card, or to check a write.\n\n" +
+			Description: "Get one card's full detail by roleId. prologue lines are for the PLAYER to say, never sent as the character. Use it before changing a card, or to check a write.\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation:   "getCard",
 			Preview:     previewOfCard,
@@ -36,9 +33,7 @@ func cardTools() []Tool {
 			Name:    "whoami",
 			Toolset: ToolsetCards,
 			Title:   "Who is signed in",
-			Description: "Show who is signed in to the card service. " +
-				"Returns the userId, nickname and the scopes the token grants (authoring needs mcp:card-writer). " +
-				"Use it to check that the connection and sign-in work before authoring.\n\n" +
+			Description: "Show who is signed in to the card service and the scopes the token grants (authoring needs mcp:card-writer). Use it to check the sign-in before authoring.\n\n" +
 				`Example: {}`,
 			Operation:   "getMe",
 			Annotations: readHints(),

@@ -38,6 +38,7 @@ type Call struct {
 	Aside      AsideStore          // never nil: where what the service cannot hold is kept
 	LocalFiles *LocalFiles         // nil: arguments naming a local file are refused
 	Log        *slog.Logger        // never nil; never log card text or tokens
+	Exports    *exports            // never nil: the result budget, and where exports too large for it are kept
 	// Content, when a handler sets it, follows the one-line summary in the result instead of
 	// the result object as JSON: an exported file as text, an image.
 	Content []mcp.Content

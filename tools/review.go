@@ -20,13 +20,7 @@ func reviewTool() Tool {
 		Name:    "review_card",
 		Toolset: ToolsetAuthoring,
 		Title:   "Review a card",
-		Description: "Review a card and its bound worldbooks as an editor would, without changing anything. Returns token " +
-			"counts (cl100k_base) per field, in total and of what goes with every message, and findings, each with " +
-			"severity, field, message and fix: missing or empty parts; first messages too short, too long or repeated; " +
-			"macro mistakes ({{Char}}, {{ char }}, {char}, unknown ones); prologue lines written as the character; " +
-			"worldbook entries with no keyword, disabled, sharing a keyword, fired by the card's own first message or " +
-			"example dialogue, or constant and costly. validate_card says what the service requires; review_card what " +
-			"makes the card read well.\n\n" +
+		Description: "Review a card and its bound worldbooks as an editor would, without changing anything. It gives token counts (cl100k_base), including what goes with every message, and findings with a fix each: missing parts, weak first messages, macro mistakes, prologue lines written as the character, worldbook entries that never or always fire or share keywords. validate_card says what the service requires; review_card what makes the card read well.\n\n" +
 			`Example: {"roleId":"r_8f2c1a"}`,
 		Annotations: readHints(),
 		Handler:     reviewCard,

@@ -71,6 +71,13 @@ type Options struct {
 	// memory for the life of the server. A retention keeping none turns revisions off (and
 	// the revisions toolset is not served).
 	Revisions *RevisionStore
+	// Exports keeps the exports too large for a result, for resources/read (Redis shared by
+	// replicas, or the embedded store); nil keeps them in memory.
+	Exports store.KV
+	// ExportTTL is how long such an export stays readable; 0 is DefaultExportTTL.
+	ExportTTL time.Duration
+	// now is the clock of export expiry (tests); nil is time.Now.
+	now func() time.Time
 	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the
 	// shared session state records what sessions negotiate).
 	Hooks *server.Hooks
@@ -150,6 +157,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	if opts.Observer != nil {
 		d.aside = observedAside{d.aside, opts.Observer}
 	}
+	d.exports = newExports(opts, client, log)
 	if opts.Dynamic {
 		dt := &dynamicToolsets{srv: srv, selected: selected, d: d}
 		if err := dt.start(); err != nil {
@@ -164,6 +172,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		srv.AddTools(st...)
 	}
 	addResources(srv, client, log)
+	addExportResources(srv, hooks, d.exports)
 	addPreview(srv)
 	addPrompts(srv, selected)
 	return srv, nil
@@ -199,6 +208,7 @@ type deps struct {
 	files    *LocalFiles
 	revs     *RevisionStore // nil: revisions are off
 	users    users
+	exports  *exports
 }
 
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
@@ -271,7 +281,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	}
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
-		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log}
+		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports}
 	if d.revs != nil && (t.Revise != nil || t.Toolset == ToolsetRevisions) {
 		call.revs = &reviser{d: d, client: clientName(ctx)}
 	}

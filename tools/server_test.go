@@ -168,12 +168,12 @@ func TestResources(t *testing.T) {
 	var uris []string
 	for _, rt := range templates.ResourceTemplates {
 		uris = append(uris, rt.URITemplate.Raw())
-		if rt.MIMEType != "application/json" {
+		if rt.MIMEType != "application/json" && rt.Name != "export" {
 			t.Errorf("%s: mimeType %q", rt.URITemplate.Raw(), rt.MIMEType)
 		}
 	}
 	slices.Sort(uris)
-	if want := []string{"card://{roleId}", "trial://{clientKey}", "worldbook://{worldbookId}"}; !slices.Equal(uris, want) {
+	if want := []string{"card://{roleId}", "export://{exportId}", "trial://{clientKey}", "worldbook://{worldbookId}"}; !slices.Equal(uris, want) {
 		t.Errorf("templates %v, want %v", uris, want)
 	}
 

@@ -24,30 +24,8 @@ func tavernTools() []Tool {
 			Name:    "import_tavern_card",
 			Toolset: ToolsetTavern,
 			Title:   "Import a character card file",
-			Description: "Import a character card file (Character Card V1, V2 or V3 as JSON, a PNG card with a chara or ccv3 chunk, " +
-				"or a CHARX zip) as a new card with its opening lines, text sections, tags, avatar and lorebook. " +
-				"source is exactly one of: path (a file on the user's machine; only when cardwriter-mcp runs over stdio, and only " +
-				"inside a root the client declared or a folder given with --allow-dir; refused over HTTP), dataBase64 (the " +
-				"file's bytes) or json (the card's JSON); at most 32 MiB. " +
-				"Mapping: name -> roleName, first_mes -> roleWelcome, alternate_greetings -> welcomeAlternates (order kept), " +
-				"creator_notes -> roleDesc, description/personality/scenario/mes_example/system_prompt/post_history_instructions -> " +
-				"the document sections description/personality/scenario/exampleDialogue/systemPrompt/postHistoryInstructions, " +
-				"tags -> tags, the PNG's image -> the avatar, character_book -> a tavern-format worldbook bound to the card " +
-				"(its entries keep their SillyTavern matching rules). " +
-				"What the service has no field for (extensions, creator, character_version, lorebook settings, entries' extra " +
-				"fields) is kept aside by cardwriter-mcp, per card service, user and card, and listed in keptAside; " +
-				"export_tavern_card puts it back, so an import followed by an export loses nothing. " +
-				"mode card (the default) runs createCard, setOpeningLines, uploadImage and updateCardProfile, writeCardDocument, " +
-				"createWorldbook and writeWorldbookDocument (500 entries per call), reporting progress after each step. " +
-				"Importing the same file again returns the same card (the card's idempotency key is a hash of the file; give " +
-				"another clientKey to make a separate copy). If a step fails after the card was created, the error names what " +
-				"was created (detail.roleId, detail.worldbookId) and the step that failed; run the same import again to finish " +
-				"it, nothing is created twice. " +
-				"mode trial creates the trial card named clientKey (required then) instead: trial worldbooks are " +
-				"native, so the entries' tavern matchOptions cannot be held there and are kept aside too. A live trial of that " +
-				"clientKey is replaced only when it was imported from the same file; any other is refused with conflict " +
-				"(delete it with delete_trial_card first, or pick another clientKey).\n\n" +
-				`Example: {"source":{"path":"/home/me/cards/Captain Vey.png"}}`,
+			Description: "Import a character card file (Character Card V1/V2/V3 JSON, PNG or CHARX) as a new card with its opening lines, sections, tags, avatar and lorebook (a tavern worldbook bound to the card). What the service cannot hold is kept aside (keptAside) for export_tavern_card. The same file again returns the same card (another clientKey makes a copy); after a failed step, the error names what was created: run the same import again to finish it. mode trial makes the trial card clientKey instead; a live trial of that key from another file is refused (conflict).\n\n" +
+				`Example: {"source":{"path":"/home/me/cards/Vey.png"}}`,
 			// Not destructive: it only adds a card, or a trial under a clientKey no other trial holds
 			// (refuseOtherTrial). Idempotent: the same file gives the same card, and a repeated
 			// import creates nothing more.
@@ -60,19 +38,7 @@ func tavernTools() []Tool {
 			Name:    "export_tavern_card",
 			Toolset: ToolsetTavern,
 			Title:   "Export a card as a character card file",
-			Description: "Export a card, its text sections and its bound worldbooks as a Character Card V3 file, without changing " +
-				"anything. format json (the default) returns the V3 JSON as text and as structuredContent.card; format png " +
-				"returns a PNG (the card's avatar, or a placeholder when it has none) carrying the card in a ccv3 chunk (V3) " +
-				"and a chara chunk (V2), as image content; format charx returns a zip of card.json and the card's assets " +
-				"(every member of the CHARX it was imported from; the avatar as main icon), as a resource; both also as " +
-				"structuredContent.dataBase64. " +
-				"The mapping is import_tavern_card's, reversed: the bound worldbooks' entries make up character_book (the " +
-				"worldbook the card was imported with first, entries in the file's order), and what import_tavern_card kept " +
-				"aside for the card and its worldbooks is restored (listed in keptAsideRestored), so a card imported from a " +
-				"file exports to the same file. Where nothing was kept aside (the card was imported with another server's " +
-				"store, or written with the tools), the file holds what the card service holds and no guessed value; the " +
-				"fields it could not restore are listed in notRestored. json and png carry no CHARX members: assets that " +
-				"point into one are left out (droppedAssets). Use it to hand a card to another app or to back it up.\n\n" +
+			Description: "Export a card and its bound worldbooks as a Character Card V3 file, changing nothing: json, png (the avatar or a placeholder, with the card in its chunks) or charx (a zip with the card's assets). What import_tavern_card kept aside is restored; notRestored names what could not be. A file too large for the result comes as a resource_link (structuredContent.link) to read with resources/read; over stdio, path writes it instead.\n\n" +
 				`Example: {"roleId":"r_8f2c1a","format":"png"}`,
 			Annotations: readHints(),
 			Handler:     exportTavernCard,
@@ -93,21 +59,14 @@ func tavernTools() []Tool {
 				if str(out, "avatar") == "placeholder" {
 					s += "; placeholder image"
 				}
-				return s + "."
+				return s + "." + deliverySummary(out)
 			},
 		},
 		{
 			Name:    "export_tavern_worldbook",
 			Toolset: ToolsetTavern,
 			Title:   "Export a worldbook as a lorebook file",
-			Description: "Export one worldbook's entries as a lorebook file, without changing anything: format worldinfo (the default) " +
-				"is a SillyTavern World Info JSON (entries keyed by uid), format lorebook_v3 a Character Card V3 lorebook " +
-				"(spec lorebook_v3); the file is returned as text and as structuredContent.lorebook. The mapping is " +
-				"import_tavern_worldbook's, reversed, entries in the order of the file they came from; what an import kept aside " +
-				"for the worldbook (entry ids, depth, probability, groups, the book's scan_depth, token_budget, ...) is restored " +
-				"(keptAsideRestored). Where nothing was kept aside (the worldbook was imported with another server's store, or " +
-				"written with the tools), the file holds what the card service holds and no guessed value, and notRestored " +
-				"lists the fields it could not restore. Use it to take a worldbook to SillyTavern or another app, or to back it up.\n\n" +
+			Description: "Export a worldbook's entries as a lorebook file (SillyTavern World Info or lorebook_v3), changing nothing. What import_tavern_worldbook kept aside is restored; notRestored names what could not be. A file too large for the result comes as a resource_link (structuredContent.link) to read with resources/read; over stdio, path writes it instead.\n\n" +
 				`Example: {"worldbookId":"wb_3c9d","format":"lorebook_v3"}`,
 			Annotations: readHints(),
 			Handler:     exportTavernWorldbook,
@@ -117,25 +76,15 @@ func tavernTools() []Tool {
 					phrase.Either(str(out, "format") == tavernsync.FormatLorebookV3, "a lorebook_v3 file", "a SillyTavern World Info file"),
 					phrase.Count(num(out, "entries"), "entry", "entries"))
 				s += restoredSummary(out)
-				return s + "."
+				return s + "." + deliverySummary(out)
 			},
 		},
 		{
 			Name:    "import_tavern_worldbook",
 			Toolset: ToolsetTavern,
 			Title:   "Import a lorebook file",
-			Description: "Import a lorebook file (a lorebook_v3 JSON, a SillyTavern World Info file, a character_book object, " +
-				"or the lorebook of a character card file) as worldbook entries. " +
-				"source is as in import_tavern_card (path over stdio only, inside the client's roots or an --allow-dir folder; " +
-				"dataBase64; or json). Without worldbookId a new tavern-format worldbook is created, named name (default: the " +
-				"lorebook's own name); with worldbookId the entries are added to that worldbook (a native worldbook cannot hold " +
-				"their tavern matchOptions, which are then kept aside). roleId binds the worldbook to that card. " +
-				"Entries map name/comment -> name, keys -> keywords, secondary_keys (when selective) -> secondaryKeywords, " +
-				"case_sensitive, match_whole_words and selectiveLogic -> matchOptions, enabled -> isEnabled, constant -> " +
-				"isConstant, insertion_order -> sortOrder, priority -> priority; the rest is kept aside for export_tavern_card " +
-				"(listed in keptAside). Entries are written 500 per call, with progress after each; each call adds the " +
-				"entries again, so do not repeat it after a success.\n\n" +
-				`Example: {"source":{"json":{"entries":{"0":{"uid":0,"key":["kraken"],"content":"A kraken haunts the Shoals.","comment":"Kraken"}},"name":"Shoals"}},"roleId":"r_8f2c1a"}`,
+			Description: "Import a lorebook file (lorebook_v3, SillyTavern World Info, a character_book, or a card file's lorebook) as worldbook entries: into a new tavern worldbook, or with worldbookId into that one. roleId binds it to a card. What the service cannot hold is kept aside for the exports (keptAside). Each call adds the entries again: do not repeat it after a success.\n\n" +
+				`Example: {"source":{"json":{"entries":{"0":{"key":["kraken"],"content":"A kraken haunts the Shoals."}}}},"roleId":"r_8f2c1a"}`,
 			// Adds a worldbook or entries each time; deletes and replaces nothing.
 			Annotations: addHints(),
 			Check:       "list_worldbook_entries",
@@ -206,6 +155,18 @@ func restoredSummary(out map[string]any) string {
 	return s
 }
 
+// deliverySummary says where an export's file went when it is not in the result: "" inline.
+func deliverySummary(out map[string]any) string {
+	if w := obj(out, "written"); w != nil {
+		return fmt.Sprintf(" Written to %s (%d bytes).", str(w, "path"), num(w, "size"))
+	}
+	if l := obj(out, "link"); l != nil {
+		return fmt.Sprintf(" The file (%s, %d bytes) is too large for this result: read it with resources/read at %s (only you, until %s).",
+			str(l, "mimeType"), num(l, "size"), str(l, "uri"), str(l, "expiresAt"))
+	}
+	return ""
+}
+
 // AsideKey names a record of the kept-aside store: card service (API base URL), user (userId from
 // GET /me), and the card (aside.KindCard, roleId), worldbook (aside.KindWorldbook, worldbookId) or
 // trial (aside.KindTrial, clientKey) it belongs to.
@@ -266,8 +227,11 @@ func exportTavernCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Content = []mcp.Content{fileContent(file)}
-	return out, nil
+	ext := in.Format
+	if ext == "" {
+		ext = "json"
+	}
+	return deliverExport(ctx, c, out, file, in.RoleID+"."+ext, "card", "dataBase64")
 }
 
 // exportTavernWorldbook exports a worldbook as a World Info or lorebook_v3 file.
@@ -280,8 +244,7 @@ func exportTavernWorldbook(ctx context.Context, c *Call) (json.RawMessage, error
 	if err != nil {
 		return nil, err
 	}
-	c.Content = []mcp.Content{fileContent(file)}
-	return out, nil
+	return deliverExport(ctx, c, out, file, in.WorldbookID+".json", "lorebook")
 }
 
 // fileContent is an exported file as the result's content: text, a resource or an image.

@@ -105,9 +105,9 @@ func jsonText(v any) string {
 func realEnvs(t *testing.T) (a, same, fresh *env) {
 	t.Helper()
 	store := aside.NewMemory()
-	a, _ = newTavernEnv(t, tavernEnvConfig{opts: Options{Aside: store}})
-	same, _ = newTavernEnv(t, tavernEnvConfig{svc: a.svc, opts: Options{Aside: store}})
-	fresh, _ = newTavernEnv(t, tavernEnvConfig{svc: a.svc, opts: Options{Aside: aside.NewMemory()}})
+	a, _ = newTavernEnv(t, tavernEnvConfig{opts: Options{Aside: store, ResultBudget: inlineBudget}})
+	same, _ = newTavernEnv(t, tavernEnvConfig{svc: a.svc, opts: Options{Aside: store, ResultBudget: inlineBudget}})
+	fresh, _ = newTavernEnv(t, tavernEnvConfig{svc: a.svc, opts: Options{Aside: aside.NewMemory(), ResultBudget: inlineBudget}})
 	return a, same, fresh
 }
 

@@ -39,9 +39,10 @@ type tavernEnvConfig struct {
 	roots  []string                                            // folders the client declares as roots; nil: no roots capability
 	rootsH func(context.Context) (*mcp.ListRootsResult, error) // replaces the roots answer
 	modern bool                                                // speak MCP 2026-07-28 (multi round-trip requests)
+	proto  string                                              // initialize with this protocol version instead
+	token  string                                              // the card service token of the server's client; "": the demo user's
 	client []upstream.Option                                   // more options of the card service client (they win)
 	elicit client.ElicitationHandler                           // answers elicitation/create; nil: no elicitation capability
-	token  string                                              // the card service token; "": the sandbox's demo token
 }
 
 // rootsHandler answers roots/list with fixed folders.
@@ -126,6 +127,9 @@ func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
 	if cfg.modern {
 		init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
+	}
+	if cfg.proto != "" {
+		init.Params.ProtocolVersion = cfg.proto
 	}
 	init.Params.ClientInfo = mcp.Implementation{Name: "tools-test", Version: "1"}
 	if _, err := c.Initialize(ctx, init); err != nil {
@@ -554,7 +558,8 @@ func TestTavernImportFailureMidway(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			ft := &failingTransport{failBefore: tt.failBefore, failAfter: tt.failAfter}
-			e, _ := newTavernEnv(t, tavernEnvConfig{wrap: func(rt http.RoundTripper) http.RoundTripper { ft.next = rt; return ft }})
+			e, _ := newTavernEnv(t, tavernEnvConfig{opts: Options{ResultBudget: inlineBudget},
+				wrap: func(rt http.RoundTripper) http.RoundTripper { ft.next = rt; return ft }})
 			file := bigBook(entries)
 			env, msg := e.fail("import_tavern_card", jsonArg(t, map[string]any{"source": map[string]any{"dataBase64": b64(file)}}))
 			detail, _ := env["detail"].(map[string]any)

@@ -99,8 +99,9 @@ func (t Tool) MCPTool() mcp.Tool {
 	mt := mcp.NewToolWithRawSchema(t.Name, t.Description, t.InputSchema())
 	mt.Title = t.Title
 	mt.RawOutputSchema = t.OutputSchema()
+	// The title once, at the top (2025-06-18 and later); annotations.title, its older place,
+	// would repeat it in every tools/list.
 	mt.Annotations = t.Annotations
-	mt.Annotations.Title = t.Title
 	if t.Preview != nil {
 		mt.Meta = previewToolMeta()
 	}

@@ -15,10 +15,7 @@ func trialTools() []Tool {
 			Name:    "list_trial_cards",
 			Toolset: ToolsetTrial,
 			Title:   "List trial cards",
-			Description: "List your live trial cards, with the slots in use and their lifetime. " +
-				"A trial card is a temporary card under a key you choose, for trying a card out before authoring it for real. " +
-				"The card service limits how many are live at once and how long they live: the result reports both " +
-				"(slots.used of slots.max, and ttlHours); read them here rather than assuming numbers.\n\n" +
+			Description: "List your live trial cards: temporary cards under keys you choose, for trying an idea before authoring it for real. The service limits how many live at once (slots.used of slots.max) and for how long (ttlHours): read them here rather than assuming numbers.\n\n" +
 				`Example: {}`,
 			Operation:   "listTrialCards",
 			Handler:     paged(listing{key: "list", id: "clientKey"}),
@@ -34,10 +31,7 @@ func trialTools() []Tool {
 			Name:    "get_trial_card",
 			Toolset: ToolsetTrial,
 			Title:   "Get a trial card",
-			Description: "Get one trial card's summary by its clientKey. " +
-				"Returns roleId, expiresAt, slots, the digest of each card field (sections), the fields changed by the " +
-				"last upsert and its worldbook's entry count. An expired or unknown key gives trial_not_found; upsert it " +
-				"again to bring it back. expiresAt is the earliest expiry; cleanup may run a few minutes later.\n\n" +
+			Description: "Get one trial card's summary. An expired or unknown key gives trial_not_found; upsert it again to bring it back.\n\n" +
 				`Example: {"clientKey":"mira-draft"}`,
 			Operation:   "getTrialCard",
 			Annotations: readHints(),
@@ -47,17 +41,8 @@ func trialTools() []Tool {
 			Name:    "upsert_trial_card",
 			Toolset: ToolsetTrial,
 			Title:   "Create or update a trial card",
-			Description: "Create or update a trial card under a clientKey you choose (the same key updates it). card is a full " +
-				"replacement: send every field to keep, sections included. welcomeAlternates here is the list " +
-				"set_opening_lines calls alternates; prologue lines are for the PLAYER to say, never sent as the " +
-				"character. worldbook.entries, when given, replaces all the trial's entries (each needs name, content and " +
-				"keywords); left out, they are kept. Live trials are limited (slots.used of slots.max): when all are used " +
-				"a new key is refused, so delete one with delete_trial_card or reuse a key. expiresAt says how long it " +
-				"lives; changed lists the fields that differ from the last upsert.\n\n" +
-				`Example: {"clientKey":"mira-draft","card":{"roleName":"Captain Mira Vale",` +
-				`"roleWelcome":"\"You're late, pilot.\"","prologue":["Sorry, Captain."],` +
-				`"sections":{"description":"Mira Vale captains the freighter Kestrel."}},` +
-				`"worldbook":{"entries":[{"name":"The Kestrel","content":"Mira's battered freighter.","keywords":["Kestrel"]}]}}`,
+			Description: "Create or update the trial card of a clientKey you choose. card is a full replacement: send every field to keep; prologue lines are for the PLAYER to say. worldbook.entries, when given, replaces all the trial's entries; left out, they are kept. With every slot used a new key is refused: delete one with delete_trial_card or reuse a key.\n\n" +
+				`Example: {"clientKey":"mira-draft","card":{"roleName":"Captain Mira Vale"},"worldbook":{"entries":[{"name":"Kestrel","content":"Mira's freighter.","keywords":["Kestrel"]}]}}`,
 			Operation:   "upsertTrialCard",
 			Check:       "get_trial_card",
 			Annotations: replaceHints(),
@@ -68,9 +53,7 @@ func trialTools() []Tool {
 			Name:    "delete_trial_card",
 			Toolset: ToolsetTrial,
 			Title:   "Delete a trial card",
-			Description: "Remove a trial card now and free its slot. " +
-				"Its card and worldbook are gone for good; an unknown or expired key gives trial_not_found. When the client " +
-				"supports elicitation, the user is asked to confirm first; if they decline, nothing is deleted (error declined).\n\n" +
+			Description: "Remove a trial card now and free its slot; its card and worldbook are gone for good. A client with elicitation asks the user to confirm; declined deletes nothing.\n\n" +
 				`Example: {"clientKey":"mira-draft"}`,
 			Operation:   "deleteTrialCard",
 			Annotations: hints(false, true, true, true),

@@ -21,15 +21,8 @@ func triggerTools() []Tool {
 			Name:    "test_worldbook_triggers",
 			Toolset: ToolsetWorldbook,
 			Title:   "Test which worldbook entries a passage or chat triggers",
-			Description: "Simulate which worldbook entries a passage (text) or chat (messages, newest last) activates, and why; " +
-				"changes nothing. Give worldbookId (an imported tavern worldbook keeps its SillyTavern fields) or entries (the " +
-				"service's entry shape, e.g. drafts or list_worldbook_entries output, plus optional sillyTavern fields). Entries " +
-				"with matchOptions null follow the service: case-insensitive substrings, secondaryKeywords an AND gate. Entries " +
-				"with matchOptions follow SillyTavern exactly: JavaScript /regex/flags keys, whole words, the newest scanDepth " +
-				"messages, {{char}}/{{user}}, selectiveLogic, probability (seed rolls it, else the chance is given), inclusion " +
-				"groups, recursion, sticky/cooldown/delay (pass back timedEffects next turn). Each entry is in fired or notFired " +
-				"with key, step, group, chance and reason; of a large worldbook, notFired lists only entries a keyword matched.\n\n" +
-				`Example: {"worldbookId":"wb_41d0e7","chat":[{"name":"Mira","text":"We drop out of the jump gate."}],"charName":"Mira"}`,
+			Description: "Simulate which worldbook entries a passage (text) or chat activates, and why; changes nothing. Give worldbookId or entries (drafts, or list_worldbook_entries output). matchOptions null: the service's rules (case-insensitive substrings, secondaryKeywords an AND gate). matchOptions set: SillyTavern's, exactly (/regex/ keys, whole words, scanDepth, {{char}}, selectiveLogic, probability: seed rolls it, inclusion groups, recursion, sticky/cooldown/delay: pass timedEffects back next turn). Of a large worldbook, notFired lists only the entries a keyword matched.\n\n" +
+				`Example: {"worldbookId":"wb_41d0e7","text":"We drop out of the jump gate."}`,
 			Annotations: readHints(),
 			Handler:     testWorldbookTriggers,
 			Cut:         "notFired",

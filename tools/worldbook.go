@@ -16,9 +16,7 @@ func worldbookTools() []Tool {
 			Name:    "list_worldbooks",
 			Toolset: ToolsetWorldbook,
 			Title:   "List your worldbooks",
-			Description: "List your worldbooks. " +
-				"Each has worldbookId, name, description, tags, format, entryCount and boundRoleIds (the cards it is " +
-				"bound to). Use it to find a worldbook to reuse before creating a new one.\n\n" +
+			Description: "List your worldbooks. Use it to find a worldbook to reuse before creating one.\n\n" +
 				`Example: {}`,
 			Operation:   "listWorldbooks",
 			Handler:     paged(listing{key: "list", id: "worldbookId"}),
@@ -31,11 +29,8 @@ func worldbookTools() []Tool {
 			Name:    "create_worldbook",
 			Toolset: ToolsetWorldbook,
 			Title:   "Create a worldbook",
-			Description: "Create an empty worldbook and return its worldbookId. format is native (the default; entries have " +
-				"matchOptions null) or tavern (SillyTavern-style; every entry has a full matchOptions object), and stays " +
-				"as created. Add entries and bind it to a card with write_worldbook_document. Each call creates a new " +
-				"worldbook.\n\n" +
-				`Example: {"name":"The Kestrel's Sector","description":"Places, factions and ships around the Kestrel.","tags":["sci-fi"]}`,
+			Description: "Create an empty worldbook and return its worldbookId. format native (the default; entries' matchOptions null) or tavern (SillyTavern-style matchOptions) never changes. Add entries and bind it to a card with write_worldbook_document. Each call creates a new worldbook.\n\n" +
+				`Example: {"name":"The Kestrel's Sector","tags":["sci-fi"]}`,
 			Operation:   "createWorldbook",
 			Check:       "list_worldbooks",
 			Annotations: addHints(),
@@ -47,9 +42,7 @@ func worldbookTools() []Tool {
 			Name:    "get_worldbook",
 			Toolset: ToolsetWorldbook,
 			Title:   "Get a worldbook",
-			Description: "Get one worldbook's metadata by worldbookId. " +
-				"Returns name, description, tags, format, entryCount and boundRoleIds (the cards it is bound to). " +
-				"Use list_worldbook_entries for the entries themselves. An unknown worldbookId gives a not-found error.\n\n" +
+			Description: "Get one worldbook's metadata; its entries are list_worldbook_entries'.\n\n" +
 				`Example: {"worldbookId":"wb_41d0e7"}`,
 			Operation:   "getWorldbook",
 			Annotations: readHints(),
@@ -63,8 +56,7 @@ func worldbookTools() []Tool {
 			Name:    "list_card_worldbooks",
 			Toolset: ToolsetWorldbook,
 			Title:   "List a card's worldbooks",
-			Description: "List the worldbooks bound to a card, with the same fields as list_worldbooks. " +
-				"Bind a worldbook to a card with write_worldbook_document (binding).\n\n" +
+			Description: "List the worldbooks bound to a card. Bind one with write_worldbook_document (binding).\n\n" +
 				`Example: {"roleId":"r_8f2c1a"}`,
 			Operation:   "listCardWorldbooks",
 			Handler:     paged(listing{key: "list", id: "worldbookId"}),
@@ -78,10 +70,7 @@ func worldbookTools() []Tool {
 			Name:    "list_worldbook_entries",
 			Toolset: ToolsetWorldbook,
 			Title:   "List a worldbook's entries",
-			Description: "List or search a worldbook's entries, a page at a time, optionally only those of one category. " +
-				"query finds entries by words in their name, keywords or content, best first. detail full gives every field " +
-				"(content, secondaryKeywords, matchOptions, category, isEnabled, isConstant, priority, sortOrder, ...). Use the " +
-				"entryIds with write_worldbook_document to update or delete entries.\n\n" +
+			Description: "List or search a worldbook's entries a page at a time, optionally of one category. query finds entries by words in their name, keywords or content, best first; detail full gives every field. Update or delete them by entryId with write_worldbook_document.\n\n" +
 				`Example: {"worldbookId":"wb_41d0e7","query":"blind cartographer"}`,
 			Operation: "listWorldbookEntries",
 			Handler: func(ctx context.Context, c *Call) (json.RawMessage, error) {
@@ -101,17 +90,8 @@ func worldbookTools() []Tool {
 			Name:    "write_worldbook_document",
 			Toolset: ToolsetWorldbook,
 			Title:   "Write a worldbook",
-			Description: "Write a worldbook's metadata, entries and card binding in one call. metadata replaces the fields you " +
-				"send. entries are operations, at most 500 per call: create needs name, content and keywords, the rest " +
-				"takes the service's defaults (matchOptions null for a native worldbook, {caseSensitive, matchWholeWords, " +
-				"selectiveLogic} for a tavern one); update needs entryId and replaces only the fields you send; delete " +
-				"takes entryId only. keywords trigger an entry; secondaryKeywords are an AND gate (a main keyword and one " +
-				"of these must both appear). binding {roleId} binds the worldbook to a card. A refusal names the failing " +
-				"op when the service says which; check list_worldbook_entries before sending again. Returns " +
-				"createdEntryIds (in the order of the create ops) and counts.\n\n" +
-				`Example: {"worldbookId":"wb_41d0e7","entries":[{"op":"create","name":"The Kestrel",` +
-				`"content":"A battered freighter, Mira's ship and home.","keywords":["Kestrel","the ship"]},` +
-				`{"op":"update","entryId":"e_2b9c","priority":5},{"op":"delete","entryId":"e_77a1"}],"binding":{"roleId":"r_8f2c1a"}}`,
+			Description: "Write a worldbook's metadata, entries and card binding in one call; metadata replaces the fields sent. entries are ops, at most 500 per call: create needs name, content and keywords; update needs entryId and replaces the fields sent; delete takes entryId. binding {roleId} binds the worldbook to a card. A refused call applies nothing and names the failing op when it can; check list_worldbook_entries before sending again.\n\n" +
+				`Example: {"worldbookId":"wb_41d0e7","entries":[{"op":"create","name":"The Kestrel","content":"Mira's freighter.","keywords":["Kestrel"]},{"op":"delete","entryId":"e_77a1"}],"binding":{"roleId":"r_8f2c1a"}}`,
 			Operation: "writeWorldbookDocument",
 			Check:     "list_worldbook_entries",
 			// Destructive (delete ops, replaced fields); not idempotent (create ops add entries each time).

@@ -648,10 +648,19 @@ func TestHTTPKeptAsideSurvivesRestart(t *testing.T) {
 		}
 	}
 
+	// The CHARX is too large for a result: it comes by link, read back from the store.
 	out = call(ctx, t, cs, "export_tavern_card", map[string]any{"roleId": charxID, "format": "charx"}, false)
-	zipped, err := base64.StdEncoding.DecodeString(out["dataBase64"].(string))
-	if err != nil {
-		t.Fatal(err)
+	link, _ := out["link"].(map[string]any)
+	if link == nil || out["dataBase64"] != nil {
+		t.Fatalf("the CHARX export is not a link: %v", link)
+	}
+	read, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: link["uri"].(string)})
+	if err != nil || len(read.Contents) != 1 {
+		t.Fatalf("resources/read %v: %v", link["uri"], err)
+	}
+	zipped := read.Contents[0].Blob
+	if float64(len(zipped)) != link["size"] {
+		t.Errorf("read %d bytes, the link says %v", len(zipped), link["size"])
 	}
 	zr, err := zip.NewReader(bytes.NewReader(zipped), int64(len(zipped)))
 	if err != nil {

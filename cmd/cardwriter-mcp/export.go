@@ -75,6 +75,7 @@ func (x exporter) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	if f.tavern.aside, err = fileAside(); err != nil {
 		return err
 	}
+	f.inlineExports = true
 	b, err := f.newBackend(stderr, "")
 	if err != nil {
 		return err

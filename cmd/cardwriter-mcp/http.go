@@ -89,7 +89,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.IntVar(&limits.Concurrency, "upstream-concurrency", 64, "card service calls under way at once, all users together (0: no limit)")
 	callTimeout := fs.Duration("call-timeout", upstream.DefaultTimeout, "deadline of one card service call, its retries included")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, on a listener of its own (default: off)")
-	storeSpec := fs.String("store", "", "where the server keeps its state (proxy sign-ins, kept-aside tavern data, revisions, MCP sessions): redis://host:port/db (rediss:// for TLS; ?namespace=prefix:) for several replicas sharing one Redis; default the embedded file <state-dir>/state.db, one server per directory")
+	storeSpec := fs.String("store", "", "where the server keeps its state (proxy sign-ins, kept-aside tavern data, revisions, large exports, MCP sessions): redis://host:port/db (rediss:// for TLS; ?namespace=prefix:) for several replicas sharing one Redis; default the embedded file <state-dir>/state.db, one server per directory")
 	var af httpAuthFlags
 	af.register(fs)
 	if err := parseFlags(fs, args, nil); err != nil {
@@ -175,6 +175,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	defer kv.Close()
 	f.tavern.aside = aside.NewKV(kv)
 	f.revisionStore = kv
+	f.exports = kv
 	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))
 	f.hooks = &server.Hooks{}
 	sess.Hooks(f.hooks)

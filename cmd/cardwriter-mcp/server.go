@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"strings"
@@ -68,6 +69,13 @@ type serverFlags struct {
 	// stdio: a shared file in the config dir; nil: memory).
 	keep          revisions.Retention
 	revisionStore store.KV
+	// exports (http) keeps exports too large for a result in the shared store; nil keeps them
+	// in memory (stdio); exportTTL is how long they stay readable (--export-ttl).
+	exports   store.KV
+	exportTTL time.Duration
+	// inlineExports (the export commands): every export inline, whatever its size; a file is
+	// written, no model reads it.
+	inlineExports bool
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -86,6 +94,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 		fs.Int64Var(&f.keep.UserBytes, "revisions-user-bytes", f.keep.UserBytes, "the size of one user's revisions together, in bytes; the oldest go first (0: no limit)")
 	}
 	fs.IntVar(&f.resultBudget, "result-budget", 0, fmt.Sprintf("the most cl100k tokens a tool result's text or structuredContent may hold; pages fit it (0: %d)", tools.DefaultResultBudget))
+	fs.DurationVar(&f.exportTTL, "export-ttl", tools.DefaultExportTTL, "how long an export too large for a tool result stays readable by resources/read at its resource_link, by the user who made it")
 	f.logFlags.register(fs)
 	// A saved sign-in belongs to one person: only the stdio server (run by that person's
 	// desktop host) uses it; the HTTP server serves many clients and authorizes them itself.
@@ -126,6 +135,10 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 	if f.metrics != nil {
 		observer = f.metrics
 	}
+	budget := f.resultBudget
+	if f.inlineExports {
+		budget = math.MaxInt32 // a file is written, no model reads it
+	}
 	b.mcp, err = tools.NewServer(client, tools.Options{
 		Observer:     observer,
 		Tracer:       f.tracer,
@@ -135,7 +148,11 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Version:      serverVersion(),
 		Hooks:        f.hooks,
 		Dynamic:      f.dynamic,
-		ResultBudget: f.resultBudget,
+		ResultBudget: budget,
+
+		// Large exports (tools/exports.go).
+		Exports:      f.exports,
+		ExportTTL:    f.exportTTL,
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,

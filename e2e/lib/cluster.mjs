@@ -167,11 +167,16 @@ ${backends.map((b) => `    server ${b} max_fails=0;`).join('\n')}
  * 'embedded'), replicas of `cardwriter-mcp http` in proxy mode sharing one state key, and nginx
  * in front. Returns null with skip set when Redis or nginx is missing outside CI.
  */
-export async function startCluster({ replicas = 2, store = 'redis', sandboxArgs = [], replicaArgs = [] } = {}) {
+export async function startCluster({ replicas = 2, store = 'redis', sandboxArgs = [], replicaArgs = [], users = [] } = {}) {
   const redisBin = store === 'redis' ? need('redis-server', 'redis-server') : { path: null };
   const nginxBin = need('nginx', 'nginx');
   if (redisBin.skip || nginxBin.skip) return { skip: redisBin.skip ?? nginxBin.skip };
   const sandboxData = path.join(mkdtempSync(path.join(os.tmpdir(), 'cw-sandbox-')), 'sandbox.json');
+  if (users.length) {
+    // Accounts the sandbox's sign-in page offers besides the demo user: { id, nickname }.
+    const seeded = Object.fromEntries(users.map((u) => [u.id, { ...u, scopes: ['mcp:card-writer'] }]));
+    writeFileSync(sandboxData, JSON.stringify({ version: 1, users: seeded }));
+  }
   const sandbox = await startSandbox('e2e-demo-token', ['--data', sandboxData, ...sandboxArgs]);
   const redis = redisBin.path ? await startRedis(redisBin.path) : null;
   const stateKey = randomBytes(32).toString('base64');
@@ -200,6 +205,15 @@ export async function startCluster({ replicas = 2, store = 'redis', sandboxArgs 
     mcpUrl: new URL(`${nginx.url}/mcp`),
     /** The MCP endpoint of replica i, bypassing nginx. */
     replicaUrl: (i) => new URL(`http://${addrs[i]}/mcp`),
+    /** A fetch that goes through nginx, or straight to replica route.to when it is set. */
+    routedFetch(route) {
+      return (url, init) => {
+        if (route.to === null) return fetch(url, init);
+        const u = new URL(url);
+        u.host = addrs[route.to];
+        return fetch(u, init);
+      };
+    },
     /** Kills replica i at once (SIGKILL: as a crash). */
     async kill(i) {
       const p = procs[i].proc;

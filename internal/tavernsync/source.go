@@ -102,22 +102,11 @@ func tooLarge(arg string) *Failure {
 // a root of the client, symlinks resolved (a link out of them is refused), a regular file of at
 // most tavern.MaxInputSize bytes.
 func readLocalFile(ctx context.Context, c Env, p string) ([]byte, error) {
-	refuse := func(msg string, detail map[string]any) error {
-		if detail == nil {
-			detail = map[string]any{}
-		}
-		detail["argument"] = "source.path"
-		return &Failure{Code: CodePathNotAllowed, Message: msg, Detail: detail}
-	}
-	if c.LocalFiles == nil {
-		return nil, refuse("source.path is refused: this server does not read files on the machine it runs on "+
-			"(it runs over HTTP, for clients elsewhere). Send the file's bytes as source.dataBase64, or its JSON as source.json.", nil)
-	}
-	if u, err := url.Parse(p); err == nil && u.Scheme == "file" {
-		p = u.Path
-	}
-	if !filepath.IsAbs(p) {
-		return nil, refuse(fmt.Sprintf("source.path %q is not an absolute path; give the file's full path.", p), nil)
+	refuse := func(msg string, detail map[string]any) error { return pathRefused("source.path", msg, detail) }
+	p, err := localPath(c, "source.path", p, "read files on the machine it runs on (it runs over HTTP, for clients elsewhere). "+
+		"Send the file's bytes as source.dataBase64, or its JSON as source.json.")
+	if err != nil {
+		return nil, err
 	}
 	real, err := filepath.EvalSymlinks(filepath.Clean(p))
 	if err != nil {
@@ -182,6 +171,31 @@ func readLocalFile(ctx context.Context, c Env, p string) ([]byte, error) {
 		return nil, tooLarge("source.path")
 	}
 	return data, nil
+}
+
+// pathRefused is the failure of a path argument arg the server may not use.
+func pathRefused(arg, msg string, detail map[string]any) error {
+	if detail == nil {
+		detail = map[string]any{}
+	}
+	detail["argument"] = arg
+	return &Failure{Code: CodePathNotAllowed, Message: msg, Detail: detail}
+}
+
+// localPath returns the absolute path a path argument arg names (a path or a file: URL), or its
+// refusal: not over HTTP (LocalFiles nil, where the server may not do what else says), not a
+// relative path.
+func localPath(c Env, arg, p, elseSays string) (string, error) {
+	if c.LocalFiles == nil {
+		return "", pathRefused(arg, arg+" is refused: this server does not "+elseSays, nil)
+	}
+	if u, err := url.Parse(p); err == nil && u.Scheme == "file" {
+		p = u.Path
+	}
+	if !filepath.IsAbs(p) {
+		return "", pathRefused(arg, fmt.Sprintf("%s %q is not an absolute path; give the file's full path.", arg, p), nil)
+	}
+	return p, nil
 }
 
 func unwrapPathError(err error) error {

@@ -93,7 +93,8 @@ func (f *Failure) Envelope() map[string]any {
 const (
 	CodeInvalidArguments = "invalid_arguments" // the arguments are wrong (a source that is not exactly one of its forms, ...)
 	CodeInvalidFile      = "invalid_file"      // the source is no card or lorebook this server can read
-	CodePathNotAllowed   = "path_not_allowed"  // a source.path the server may not read
+	CodePathNotAllowed   = "path_not_allowed"  // a source.path the server may not read, or a path it may not write
+	CodeFileExists       = "file_exists"       // an export's path names a file that exists, and overwrite was not set
 	CodeConflict         = "conflict"          // a trial card of that clientKey holds another file's import
 )
 

@@ -1,0 +1,298 @@
+package tools
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
+	"github.com/cardwriter/cardwriter-mcp/internal/tokens"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
+)
+
+// charsPerToken sets an export's cap in characters (UTF-16 code units, as a JavaScript host
+// counts them) from the result budget in tokens, never past MaxResultChars (over which Claude
+// Code moves a result into a file).
+const charsPerToken = 2.5
+
+// DefaultExportTTL is how long a large export stays readable when Options.ExportTTL is 0.
+const DefaultExportTTL = time.Hour
+
+// exportKeyPrefix starts the store keys of large exports: "export:" + the export's id, one key
+// per export holding its owner, expiry and bytes (exportRecord).
+const exportKeyPrefix = "export:"
+
+// exportScheme is the URI scheme of large exports: export://ID.
+const exportScheme = "export"
+
+// linkProtocol is the first protocol revision with resource_link content.
+const linkProtocol = "2025-06-18"
+
+// exportRecord is a large export as the store keeps it.
+type exportRecord struct {
+	Owner    string    `json:"owner"`
+	Name     string    `json:"name"`
+	MIMEType string    `json:"mimeType"`
+	Text     bool      `json:"text,omitempty"` // the bytes are UTF-8 text (JSON), read back as text, else as a blob
+	Data     []byte    `json:"data"`
+	Expires  time.Time `json:"expiresAt"`
+}
+
+// exportLink is the structuredContent.link of an export sent by reference.
+type exportLink struct {
+	URI       string `json:"uri"`
+	Name      string `json:"name"`
+	MIMEType  string `json:"mimeType"`
+	Size      int    `json:"size"`
+	ExpiresAt string `json:"expiresAt"`
+}
+
+// exports keeps large exports in the store for resources/read, each readable by its owner
+// until it expires.
+type exports struct {
+	kv     store.KV
+	ttl    time.Duration
+	now    func() time.Time
+	budget int
+	client *upstream.Client
+	log    *slog.Logger
+}
+
+// newExports returns the exports of a server with opts, calling the card service through client.
+func newExports(opts Options, client *upstream.Client, log *slog.Logger) *exports {
+	x := &exports{kv: opts.Exports, ttl: opts.ExportTTL, now: opts.now, budget: opts.resultBudget(), client: client, log: log}
+	if x.kv == nil {
+		x.kv = store.NewMemory()
+	}
+	if x.ttl <= 0 {
+		x.ttl = DefaultExportTTL
+	}
+	if x.now == nil {
+		x.now = time.Now
+	}
+	return x
+}
+
+// exportOwner is who may read an export back: the one place the tools name a user (the card
+// service token's principal today; the service's user id when the sign-in provides it).
+func exportOwner(ctx context.Context, c *upstream.Client) string { return c.Principal(ctx) }
+
+// exportDest is the where-to of an export call: path (stdio) and overwrite.
+type exportDest struct {
+	Path      *string `json:"path"`
+	Overwrite bool    `json:"overwrite"`
+}
+
+// deliverExport puts an exported file where the call asks: at path (over stdio), inline in
+// the result when it fits the result budget (as text, image or embedded resource), else in the
+// store behind a resource_link. inline names the result's fields that hold the file inline
+// (the card or lorebook object, dataBase64), dropped when it goes elsewhere.
+func deliverExport(ctx context.Context, c *Call, out json.RawMessage, f tavernsync.File, name string, inline ...string) (json.RawMessage, error) {
+	var dest exportDest
+	if err := json.Unmarshal(c.Body, &dest); err != nil {
+		return nil, fmt.Errorf("decode the arguments: %w", err)
+	}
+	data, mime, isText, err := fileBytes(f)
+	if err != nil {
+		return nil, err
+	}
+	if dest.Path != nil {
+		w, err := tavernsync.WriteLocalFile(ctx, tavernEnv(c), *dest.Path, data, dest.Overwrite)
+		if err != nil {
+			return nil, err
+		}
+		c.Content = []mcp.Content{} // the summary says where the file is
+		return replaceFields(out, inline, "written", w)
+	}
+	content := fileContent(f)
+	if c.Exports.fits(out, content) {
+		c.Content = []mcp.Content{content}
+		return out, nil
+	}
+	link, err := c.Exports.keep(ctx, name, mime, isText, data)
+	if err != nil {
+		return nil, err
+	}
+	if supportsLinks(ctx) {
+		size := int64(link.Size)
+		rl := mcp.NewResourceLink(link.URI, link.Name, "The exported file; readable with resources/read by the user who exported it until "+link.ExpiresAt+".", link.MIMEType)
+		rl.Size = &size
+		c.Content = []mcp.Content{rl}
+	} else {
+		c.Content = []mcp.Content{mcp.NewTextContent(fmt.Sprintf("The file (%s, %d bytes) is at %s: read it with resources/read (uri %q) before %s.",
+			link.MIMEType, link.Size, link.URI, link.URI, link.ExpiresAt))}
+	}
+	return replaceFields(out, inline, "link", link)
+}
+
+// supportsLinks reports whether the call's protocol revision has resource_link content.
+func supportsLinks(ctx context.Context) bool {
+	v := server.RequestProtocolVersion(ctx)
+	return v != "" && v >= linkProtocol
+}
+
+// fileBytes returns an exported file's bytes, type, and whether it is text.
+func fileBytes(f tavernsync.File) ([]byte, string, bool, error) {
+	if f.DataBase64 == "" {
+		return []byte(f.Text), jsonMIME, true, nil
+	}
+	data, err := base64.StdEncoding.DecodeString(f.DataBase64)
+	if err != nil {
+		return nil, "", false, fmt.Errorf("decode the exported file: %w", err)
+	}
+	return data, f.MIMEType, false, nil
+}
+
+// replaceFields returns out without the fields drop and with key set to v.
+func replaceFields(out json.RawMessage, drop []string, key string, v any) (json.RawMessage, error) {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(out, &m); err != nil {
+		return nil, fmt.Errorf("decode the export result: %w", err)
+	}
+	for _, k := range drop {
+		delete(m, k)
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m[key] = raw
+	return json.Marshal(m)
+}
+
+// fits reports whether a result of out with content (after the one-line summary) stays within
+// the budget: its text and its structuredContent each at most the budget in cl100k tokens and
+// charsPerToken times as many characters.
+func (x *exports) fits(out json.RawMessage, content mcp.Content) bool {
+	text := ""
+	switch c := content.(type) {
+	case mcp.TextContent:
+		text = c.Text
+	case mcp.EmbeddedResource:
+		if b, ok := c.Resource.(mcp.BlobResourceContents); ok {
+			text = b.Blob
+		}
+	}
+	limit := charsPerToken * float64(x.budget)
+	if x.budget <= MaxResultBudget { // not the export commands', which keep every file inline
+		limit = min(limit, MaxResultChars)
+	}
+	for _, s := range []string{text, string(out)} {
+		if float64(utf16Len(s)) > limit {
+			return false
+		}
+	}
+	for _, s := range []string{text, string(out)} {
+		if len(s) <= x.budget {
+			continue // a token is at least one byte
+		}
+		n, err := tokens.Count(s)
+		if err != nil || n > x.budget {
+			return false
+		}
+	}
+	return true
+}
+
+// utf16Len is the length of s in UTF-16 code units, as JavaScript counts a string's characters.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += max(utf16.RuneLen(r), 1) // an invalid rune is one replacement character
+	}
+	return n
+}
+
+// keep stores a file for its owner until the TTL passes and returns its link.
+func (x *exports) keep(ctx context.Context, name, mime string, isText bool, data []byte) (exportLink, error) {
+	var id [16]byte
+	if _, err := rand.Read(id[:]); err != nil {
+		return exportLink{}, err
+	}
+	key := hex.EncodeToString(id[:])
+	expires := x.now().Add(x.ttl).UTC().Truncate(time.Second)
+	rec := exportRecord{Owner: exportOwner(ctx, x.client), Name: name, MIMEType: mime, Text: isText, Data: data, Expires: expires}
+	raw, err := json.Marshal(rec)
+	if err != nil {
+		return exportLink{}, err
+	}
+	if err := x.kv.Set(ctx, exportKeyPrefix+key, raw, x.ttl); err != nil {
+		return exportLink{}, fmt.Errorf("keep the export for resources/read: %w", err)
+	}
+	return exportLink{URI: exportScheme + "://" + key, Name: name, MIMEType: mime, Size: len(data), ExpiresAt: expires.Format(time.RFC3339)}, nil
+}
+
+// errNoExport is why an export cannot be read: one answer whether it never existed, expired or
+// belongs to another user, so that a read tells nothing of other users' exports.
+var errNoExport = errors.New("no export of yours at this URI: it expired, or it was never made for you; export the card or worldbook again")
+
+// read returns the export at uri when the caller made it and it has not expired.
+func (x *exports) read(ctx context.Context, uri string) (exportRecord, error) {
+	id, ok := strings.CutPrefix(uri, exportScheme+"://")
+	if !ok || id == "" || strings.ContainsAny(id, "/?#") {
+		return exportRecord{}, errNoExport
+	}
+	raw, err := x.kv.Get(ctx, exportKeyPrefix+id)
+	if errors.Is(err, store.ErrNotFound) {
+		return exportRecord{}, errNoExport
+	}
+	if err != nil {
+		return exportRecord{}, fmt.Errorf("read the export: %w", err)
+	}
+	var rec exportRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return exportRecord{}, fmt.Errorf("the export %s is damaged: %w", id, err)
+	}
+	if !x.now().Before(rec.Expires) || rec.Owner != exportOwner(ctx, x.client) {
+		return exportRecord{}, errNoExport
+	}
+	return rec, nil
+}
+
+// addExportResources registers the export://{exportId} template, whose reads go to x, and a
+// hook that turns a read of an export the caller may not have into the protocol's "resource
+// not found" (mcp-go answers a template handler's errors with -32603, but a URI no template
+// matches with -32002, or -32602 under 2026-07-28): the URI is rewritten into one that no
+// template matches and that says why. Exports are never listed: each is known only to the
+// result that links it.
+func addExportResources(srv *server.MCPServer, hooks *server.Hooks, x *exports) {
+	tmpl := mcp.NewResourceTemplate(exportScheme+"://{exportId}", "export",
+		mcp.WithTemplateTitle("Exported file"),
+		mcp.WithTemplateDescription("A file export_tavern_card or export_tavern_worldbook returned by link because it was too large to return inline; readable by the user who exported it until it expires."))
+	srv.AddResourceTemplate(tmpl, func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		uri := req.Params.URI
+		rec, err := x.read(ctx, uri)
+		if errors.Is(err, errNoExport) {
+			return nil, &ResourceNotFoundError{URI: uri, Message: err.Error()}
+		}
+		if err != nil {
+			x.log.LogAttrs(ctx, slog.LevelError, "resource read failed", slog.String("resource", "export"), slog.String("err", err.Error()))
+			return nil, errors.New("reading the export failed; details are in the server log")
+		}
+		if rec.Text {
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: rec.MIMEType, Text: string(rec.Data)}}, nil
+		}
+		return []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: rec.MIMEType, Blob: base64.StdEncoding.EncodeToString(rec.Data)}}, nil
+	})
+	hooks.AddBeforeReadResource(func(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
+		uri := req.Params.URI
+		if !strings.HasPrefix(uri, exportScheme+"://") {
+			return
+		}
+		if _, err := x.read(ctx, uri); errors.Is(err, errNoExport) {
+			req.Params.URI = uri + " (" + errNoExport.Error() + ")"
+		}
+	})
+}
