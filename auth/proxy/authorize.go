@@ -128,9 +128,12 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := s.client(ctx, clientID)
 	if err != nil && isMetadataURL(clientID) {
+		// What went wrong (the network error, the address a name resolved to, the document's
+		// status) is for the server's log only: shown to the browser, it would let anyone probe
+		// hosts and ports through this server.
 		s.log.Warn("authorization refused: client metadata document", "client_id", auth.Printable(clientID, 200), "err", err.Error())
 		s.errorPage(w, http.StatusBadRequest, "Unknown application",
-			"The application's client metadata document could not be used: "+err.Error()+".")
+			"The application's client metadata document could not be fetched or is not valid. The application's developer can find why in this server's log.")
 		return
 	}
 	if err != nil {
