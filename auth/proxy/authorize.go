@@ -150,7 +150,24 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state := q.Get("state")
+	// The browser's user, from the signed cookie, and whether that user allowed this client at
+	// this redirect URI before: only then is an error sent to the redirect URI. Before anyone
+	// allowed it, the redirect URI is only what the client registered, and sending the browser
+	// there would make this server an open redirector (RFC 9700 section 4.11.2).
+	user := s.signedInUser(r)
+	var consent *Consent
+	if user != "" {
+		if cs, err := s.store.GetConsent(ctx, user, c.ID, redirectURI); err == nil {
+			consent = cs
+		}
+	}
 	fail := func(code, desc string) {
+		if consent == nil {
+			s.log.Info("authorization refused before consent: an error page rather than a redirect", "client_id", c.ID, "error", code)
+			s.errorPage(w, http.StatusBadRequest, "Invalid authorization request",
+				desc+" Nothing was shared. You were not sent back to the application, since you have not allowed it yet.")
+			return
+		}
 		params := url.Values{"error": {code}, "error_description": {desc}}
 		if state != "" && len(q["state"]) == 1 {
 			params.Set("state", state)
@@ -193,8 +210,8 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 
 	// Consent is remembered per user, client and redirect URI; the user is known from the
 	// browser's signed user cookie. Without it, the person at the browser decides.
-	if user := s.signedInUser(r); user != "" {
-		if cs, err := s.store.GetConsent(ctx, user, c.ID, redirectURI); err == nil && oauthserver.CoversScope(cs.Scope, scope) {
+	if user != "" {
+		if cs := consent; cs != nil && oauthserver.CoversScope(cs.Scope, scope) {
 			ar.Browser = oauthserver.Digest(s.browserID(w, r))
 			ar.RememberedFor = user
 			s.log.Info("authorization: consent remembered", "client_id", c.ID, "user", user)

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -168,24 +169,31 @@ func TestDenyOnConsentPage(t *testing.T) {
 	}
 }
 
+// TestAuthorizeRefusals: a request whose client or redirect URI cannot be trusted gets an error
+// page; one with a bad parameter gets an error page too as long as the browser's user has not
+// allowed the client (no open redirect before consent, RFC 9700 section 4.11.2), and is sent
+// back to the client with the error once the user has.
 func TestAuthorizeRefusals(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	c := e.register("Refusals", "http://127.0.0.1:9/cb")
-	get := func(params url.Values) *http.Response {
+	noFollow := func(jar http.CookieJar) *http.Client {
+		return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	get := func(hc *http.Client, params url.Values) (*http.Response, string) {
 		t.Helper()
-		nc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		resp, err := nc.Get(e.url + "/authorize?" + params.Encode())
+		resp, err := hc.Get(e.url + "/authorize?" + params.Encode())
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		return resp
+		return resp, string(body)
 	}
 	tests := []struct {
 		name   string
 		change func(v url.Values)
-		status int    // 400: an error page, never a redirect
-		errStr string // with a redirect: the error code
+		status int    // 400: an error page, never a redirect, even after consent
+		errStr string // once the user allowed the client: a redirect with this error code
 	}{
 		{"foreign redirect URI", func(v url.Values) { v.Set("redirect_uri", "https://evil.example/cb") }, 400, ""},
 		{"redirect URI of another port", func(v url.Values) { v.Set("redirect_uri", "http://127.0.0.1:10/cb") }, 400, ""},
@@ -196,12 +204,30 @@ func TestAuthorizeRefusals(t *testing.T) {
 		{"no PKCE", func(v url.Values) { v.Del("code_challenge") }, 302, "invalid_request"},
 		{"plain PKCE", func(v url.Values) { v.Set("code_challenge_method", "plain") }, 302, "invalid_request"},
 		{"token response type", func(v url.Values) { v.Set("response_type", "token") }, 302, "unsupported_response_type"},
+		{"unknown response type", func(v url.Values) { v.Set("response_type", "x") }, 302, "unsupported_response_type"},
 	}
+	// Before consent: an error page for all of them, never a redirect (a fresh browser, and the
+	// browser of the user who will allow the client, before it did).
+	for _, tc := range tests {
+		for _, hc := range []*http.Client{noFollow(nil), noFollow(c.browser.Client.Jar)} {
+			ar := c.newRequest()
+			tc.change(ar.params)
+			resp, body := get(hc, ar.params)
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
+				t.Errorf("%s before consent: status %d, Location %q; want 400 and an error page", tc.name, resp.StatusCode, resp.Header.Get("Location"))
+			}
+			if tc.errStr != "" && !strings.Contains(body, "not allowed it yet") {
+				t.Errorf("%s before consent: the page does not say why it does not go back:\n%.400s", tc.name, body)
+			}
+		}
+	}
+	c.signIn()
+	// After consent, the same browser is sent back to the client with the error.
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ar := c.newRequest()
 			tc.change(ar.params)
-			resp := get(ar.params)
+			resp, _ := get(noFollow(c.browser.Client.Jar), ar.params)
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d (Location %q)", resp.StatusCode, tc.status, resp.Header.Get("Location"))
 			}
@@ -213,10 +239,16 @@ func TestAuthorizeRefusals(t *testing.T) {
 			}
 		})
 	}
-	// The origin is accepted as the resource too (what clients reading the root metadata send).
+	// Another browser (no user, or a user who never allowed the client) still gets the page.
 	ar := c.newRequest()
+	ar.params.Set("response_type", "x")
+	if resp, _ := get(noFollow(nil), ar.params); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a fresh browser after someone else's consent: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// The origin is accepted as the resource too (what clients reading the root metadata send).
+	ar = c.newRequest()
 	ar.params.Set("resource", e.url+"/")
-	if resp := get(ar.params); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/consent") {
+	if resp, _ := get(noFollow(nil), ar.params); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/consent") {
 		t.Errorf("origin as resource: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
