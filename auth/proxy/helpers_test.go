@@ -142,7 +142,9 @@ func mcpStandIn(api *upstream.Client) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		me, err := api.GetMe(r.Context())
-		out := map[string]any{"principal": PrincipalFrom(r.Context()).UserID}
+		who := api.Identity(r.Context())
+		out := map[string]any{"principal": PrincipalFrom(r.Context()).UserID,
+			"identity": map[string]any{"user": api.Principal(r.Context()), "grant": who.GrantID, "client": who.ClientID}}
 		if err != nil {
 			out["error"] = err.Error()
 		} else {

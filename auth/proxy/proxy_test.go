@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -567,6 +568,67 @@ func TestSessionBelongsToItsUser(t *testing.T) {
 	}
 	if status, _, _ := e.mcpCall(access, sid, listBody); status != 200 {
 		t.Errorf("the owner's session: %d", status)
+	}
+}
+
+// TestSessionBelongsToItsGrant: another MCP client of the same user (another grant) cannot use
+// a session it did not open; the client that opened it can.
+func TestSessionBelongsToItsGrant(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	first := e.register("First client", "http://127.0.0.1:9/cb")
+	second := e.register("Second client", "http://127.0.0.1:9/cb")
+	second.browser = first.browser // the same person, at the same browser
+	access, _ := first.signIn()
+	otherAccess, _ := second.signIn()
+	status, h, out := e.mcpCall(access, "", initBody)
+	sid := h.Get("Mcp-Session-Id")
+	if status != 200 || sid == "" {
+		t.Fatalf("initialize: %d %q", status, sid)
+	}
+	if status, _, other := e.mcpCall(otherAccess, "", listBody); status != 200 || other["user"] != out["user"] {
+		t.Fatalf("the second client is not the same user: %d %v / %v", status, other, out)
+	}
+	if status, _, out := e.mcpCall(otherAccess, sid, listBody); status != http.StatusNotFound {
+		t.Errorf("the same user's other client on the session: %d %v, want 404", status, out)
+	}
+	if !strings.Contains(e.logs.String(), "the session is not this grant's") {
+		t.Error("the refusal is not logged")
+	}
+	if status, _, _ := e.mcpCall(access, sid, listBody); status != 200 {
+		t.Errorf("the client that opened the session: %d", status)
+	}
+}
+
+// TestPrincipalStableAcrossRefresh: the principal the tools see (upstream.Client.Principal,
+// which the audit lines and the per-user limits use) is the card service's user id, with the
+// grant and the client: the same before and after the card service's token was refreshed.
+func TestPrincipalStableAcrossRefresh(t *testing.T) {
+	e := newEnv(t, envOptions{upstreamAccessTTL: 5 * time.Minute})
+	c := e.register("Refreshing", "http://127.0.0.1:9/cb")
+	access, _ := c.signIn()
+	status, _, before := e.mcpCall(access, "", listBody)
+	if status != 200 {
+		t.Fatalf("%d %v", status, before)
+	}
+	id := before["identity"].(map[string]any)
+	if id["user"] != "u_demo" || !strings.HasPrefix(id["grant"].(string), "g_") || id["client"] != c.id {
+		t.Fatalf("identity %v, want u_demo with the grant and client %s", id, c.id)
+	}
+	g, err := e.store.GetGrant(context.Background(), id["grant"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(10 * time.Minute) // past the card service's access token
+	status, _, after := e.mcpCall(access, "", listBody)
+	if status != 200 || after["user"] != "u_demo" {
+		t.Fatalf("after the card service's token expired: %d %v", status, after)
+	}
+	g2, err := e.store.GetGrant(context.Background(), g.ID)
+	if err != nil || !g2.UpstreamRefreshed.After(g.UpstreamRefreshed) {
+		t.Fatalf("the card service's token was not refreshed: %v", err)
+	}
+	if got := after["identity"]; fmt.Sprint(got) != fmt.Sprint(id) {
+		t.Errorf("identity after the refresh %v, before %v", got, id)
 	}
 }
 

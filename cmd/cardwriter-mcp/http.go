@@ -78,7 +78,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	var f serverFlags
 	f.register(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; the MCP endpoint is /mcp")
-	origins := fs.String("allowed-origins", "", "comma-separated extra Origins allowed to call /mcp (loopback origins always are)")
+	origins := fs.String("allowed-origins", "", "comma-separated extra Origins allowed to call /mcp (loopback origins are too, unless --public-url is a non-loopback one)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated Host header values accepted besides loopback names (needed behind a proxy; the --public-url host always is)")
 	maxBody := fs.Int64("max-body-bytes", defaultMaxBody(), "largest MCP request body accepted, in bytes")
 	idle := fs.Duration("session-idle-ttl", 30*time.Minute, "end MCP sessions idle this long")
@@ -227,7 +227,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	g := &guard{
 		allowedOrigins: allowedOrigins, allowedHosts: allowedHosts,
-		loopback: loopback, maxBody: *maxBody, logger: b.logger, next: az.protect(sess.Gate(streamable)),
+		loopback: loopback, public: deployedPublic(af.publicURL), maxBody: *maxBody, logger: b.logger, next: az.protect(sess.Gate(streamable)),
 	}
 	mux := http.NewServeMux()
 	mux.Handle(proxy.MCPPath, g)
