@@ -39,7 +39,8 @@ type env struct {
 	kv      store.KV
 	dir     string
 	key     []byte
-	url     string // the proxy's public URL
+	prevKey [][]byte // Options.PreviousKeys
+	url     string   // the proxy's public URL
 	logs    *authtest.LogBuffer
 	secrets *authtest.Secrets
 
@@ -104,7 +105,7 @@ func (e *env) start(accessTTL time.Duration, logger *slog.Logger) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	srv, err := New(Options{PublicURL: e.url, APIHost: e.sbURL, KV: kv, Key: e.key, AccessTokenTTL: accessTTL,
+	srv, err := New(Options{PublicURL: e.url, APIHost: e.sbURL, KV: kv, Key: e.key, PreviousKeys: e.prevKey, AccessTokenTTL: accessTTL,
 		Logger: logger.With("component", "proxy"), Now: e.clock.Now,
 		MetadataHTTPClient: e.metadataClient, AllowPrivateMetadata: e.metadataClient != nil,
 		OnSignIn: func(outcome string) {

@@ -777,7 +777,7 @@ func TestImportStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := ImportStateFile(ctx, e.dir, kv); err != nil || n == 0 {
+	if n, err := ImportStateFile(ctx, e.dir, kv, e.key); err != nil || n == 0 {
 		t.Fatalf("import: %d %v", n, err)
 	}
 	kv.Close()

@@ -67,7 +67,10 @@ type Options struct {
 	// KV keeps the proxy's state (clients, consents, requests, grants with sealed card service
 	// tokens, digests of codes and tokens, session owners); required. Replicas share one.
 	KV  store.KV
-	Key []byte // the state key (KeySize bytes): seals the card service's tokens, signs cookies
+	Key []byte // the state key (KeySize bytes): seals the card service's tokens, signs cookies, authenticates records
+	// PreviousKeys are state keys of before a rotation: what they sealed or signed is still
+	// read (and re-sealed under Key when next written); nothing new is made with them.
+	PreviousKeys [][]byte
 
 	AccessTokenTTL  time.Duration // of the proxy's access tokens; default 1h, capped by the card service's grant
 	RefreshTokenTTL time.Duration // of a refresh token, renewed at every rotation; default 30 days
@@ -124,7 +127,7 @@ func New(opts Options) (*Server, error) {
 	if opts.KV == nil {
 		return nil, errors.New("proxy: a store is required")
 	}
-	k, err := deriveKeys(opts.Key)
+	k, err := deriveKeys(opts.Key, opts.PreviousKeys...)
 	if err != nil {
 		return nil, err
 	}
@@ -157,6 +160,11 @@ func New(opts Options) (*Server, error) {
 	}
 	st := NewKVStore(opts.KV)
 	st.now = opts.Now
+	st.keys = k
+	st.onForged = func(key string) {
+		opts.Logger.Error("proxy: a record of the store failed its authentication under the state key and was refused (written without the key, or damaged)",
+			"record", recordKind(key), "tag", sessionTag(key))
+	}
 	s := &Server{
 		opts: opts, issuer: pub, resource: pub + MCPPath, keys: k, store: st,
 		log: opts.Logger, now: opts.Now, secure: strings.HasPrefix(pub, "https://"),
