@@ -99,8 +99,7 @@ func (g *guard) refuse(w http.ResponseWriter, r *http.Request, status int, messa
 
 // deployedPublic reports whether --public-url names a host other than a loopback one.
 func deployedPublic(publicURL string) bool {
-	u, err := url.Parse(publicURL)
-	return publicURL != "" && err == nil && !isLoopbackName(u.Hostname())
+	return publicURL != "" && !isLoopbackName(hostname(publicURL))
 }
 
 // isLoopbackName reports whether a host name (no port) is localhost or a loopback address.
