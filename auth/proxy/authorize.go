@@ -200,13 +200,26 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		fail("invalid_scope", "The client did not register the scope "+Scope+".")
 		return
 	}
-	if s.requestCount(r.Context()) >= maxRequests {
+	if s.requestCount(r.Context()) >= s.opts.MaxPending {
 		fail("temporarily_unavailable", "Too many authorizations are in progress; try again in a few minutes.")
 		return
 	}
 	now := s.now()
 	ar := &AuthRequest{ID: oauthserver.NewSecret(""), ClientID: c.ID, RedirectURI: redirectURI, Scope: scope, Resource: resource,
 		State: state, Challenge: q.Get("code_challenge"), Expires: now.Add(s.opts.RequestTTL)}
+	// The source's requests in progress are bounded: its oldest ones make room, so that one
+	// source cannot fill the server-wide bound.
+	evicted, err := s.store.Admit(ctx, keySourceRequests, s.source(r), ar.ID, ar.Expires, s.opts.MaxPendingPerSource)
+	if err != nil {
+		s.log.Error("proxy: count a source's authorization requests", "err", err)
+		fail("server_error", "The server could not store the request.")
+		return
+	}
+	for _, id := range evicted {
+		if err := s.store.DropRequest(ctx, id); err != nil {
+			s.log.Warn("proxy: drop an authorization request", "err", err)
+		}
+	}
 
 	// Consent is remembered per user, client and redirect URI; the user is known from the
 	// browser's signed user cookie. Without it, the person at the browser decides.
@@ -525,6 +538,9 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		backToClient(url.Values{"error": {"server_error"}, "error_description": {"The server could not store the authorization."}},
 			"The server could not store the authorization; the application is told so.")
 		return
+	}
+	if err := s.store.UseClient(ctx, ar.ClientID); err != nil {
+		s.log.Warn("proxy: keep a registration used to sign in", "client_id", ar.ClientID, "err", err)
 	}
 	s.setUser(w, me.UserID)
 	outcome = "ok"

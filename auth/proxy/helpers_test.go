@@ -48,6 +48,7 @@ type env struct {
 	signIns   []string // OnSignIn's outcomes, in order
 
 	metadataClient *http.Client // envOptions.metadataClient
+	bounds         *Options     // envOptions.bounds
 }
 
 // signInOutcomes returns what OnSignIn was told so far.
@@ -61,12 +62,13 @@ type envOptions struct {
 	upstreamAccessTTL time.Duration
 	accessTTL         time.Duration
 	metadataClient    *http.Client // fetches client metadata documents (a test's TLS server)
+	bounds            *Options     // when set: its bounds of unauthenticated state and trusted proxies
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
 	e := &env{t: t, clock: authtest.NewClock(time.Now().Truncate(time.Second)), logs: &authtest.LogBuffer{}, secrets: &authtest.Secrets{}, dir: t.TempDir(),
-		metadataClient: o.metadataClient}
+		metadataClient: o.metadataClient, bounds: o.bounds}
 	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.sbURL = authtest.Serve(t, func(url string) http.Handler {
 		sb, err := sandbox.New(sandbox.Options{BaseURL: url, Clock: e.clock.Now, CheckResponses: true,
@@ -105,14 +107,19 @@ func (e *env) start(accessTTL time.Duration, logger *slog.Logger) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	srv, err := New(Options{PublicURL: e.url, APIHost: e.sbURL, KV: kv, Key: e.key, PreviousKeys: e.prevKey, AccessTokenTTL: accessTTL,
+	opts := Options{PublicURL: e.url, APIHost: e.sbURL, KV: kv, Key: e.key, PreviousKeys: e.prevKey, AccessTokenTTL: accessTTL,
 		Logger: logger.With("component", "proxy"), Now: e.clock.Now,
 		MetadataHTTPClient: e.metadataClient, AllowPrivateMetadata: e.metadataClient != nil,
 		OnSignIn: func(outcome string) {
 			e.signInsMu.Lock()
 			defer e.signInsMu.Unlock()
 			e.signIns = append(e.signIns, outcome)
-		}})
+		}}
+	if b := e.bounds; b != nil {
+		opts.MaxPending, opts.MaxPendingPerSource, opts.MaxClients, opts.MaxClientsPerSource = b.MaxPending, b.MaxPendingPerSource, b.MaxClients, b.MaxClientsPerSource
+		opts.UnusedClientTTL, opts.TrustedProxies = b.UnusedClientTTL, b.TrustedProxies
+	}
+	srv, err := New(opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -37,6 +37,9 @@ const (
 	keyUpstream     = "proxy:upstream:"
 	keySession      = "proxy:session-owner:"
 	keyLease        = "proxy:lease:"
+	// What each source address made the server keep (admission lists, Admit).
+	keySourceRequests = "proxy:source-requests:"
+	keySourceClients  = "proxy:source-clients:"
 )
 
 // KVStore is the Store on a store.KV: each record one JSON value, requests and secrets with
@@ -228,7 +231,11 @@ func (s *KVStore) CreateClient(ctx context.Context, c *Client) error {
 	if err != nil {
 		return err
 	}
-	created, err := s.kv.Create(ctx, keyClient+c.ID, raw, 0)
+	var ttl time.Duration // an unused registration lives until it expires
+	if c.Unused {
+		ttl = s.until(c.Expires, 0)
+	}
+	created, err := s.kv.Create(ctx, keyClient+c.ID, raw, ttl)
 	if err != nil {
 		return fmt.Errorf("proxy: write the state: %w", err)
 	}
@@ -239,7 +246,11 @@ func (s *KVStore) CreateClient(ctx context.Context, c *Client) error {
 }
 
 func (s *KVStore) GetClient(ctx context.Context, id string) (*Client, error) {
-	return get[Client](ctx, s, keyClient+id)
+	c, err := get[Client](ctx, s, keyClient+id)
+	if err == nil && c.Unused && !s.now().Before(c.Expires) {
+		return nil, ErrNotFound // expired, not yet dropped by the store
+	}
+	return c, err
 }
 
 func (s *KVStore) PutConsent(ctx context.Context, c *Consent) error {

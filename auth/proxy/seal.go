@@ -198,7 +198,9 @@ func (k *keys) verify(got string, parts ...string) bool {
 }
 
 // recordMAC authenticates a record of the store: its key and its JSON (without its MAC).
-func (k *keys) recordMAC(key string, raw []byte) string { return hmacOf(k.cur.record, key, string(raw)) }
+func (k *keys) recordMAC(key string, raw []byte) string {
+	return hmacOf(k.cur.record, key, string(raw))
+}
 
 // verifyRecord checks what recordMAC made, under the current key or a previous one.
 func (k *keys) verifyRecord(got, key string, raw []byte) bool {

@@ -42,8 +42,6 @@ const (
 	registerPath     = "/register"
 	tokenPath        = "/token"
 	revokePath       = "/revoke"
-	maxClients       = 10000 // registered clients kept at once
-	maxRequests      = 10000 // authorization requests in progress at once
 	sweepInterval    = time.Minute
 	upstreamLeeway   = 30 * time.Second // the card service's access token is refreshed this long before it expires
 	userCookieTTL    = 30 * 24 * time.Hour
@@ -90,6 +88,16 @@ type Options struct {
 	// lets it reach them (tests only).
 	MetadataHTTPClient   *http.Client
 	AllowPrivateMetadata bool
+	// The bounds of what callers who have not signed in can make the server keep: authorization
+	// requests in progress and registered clients, server-wide and per source address (a
+	// source's oldest entries are evicted by its newer ones), and how long a registration not
+	// used to sign in lives. Defaults: DefaultMaxPending and the other Default* constants.
+	MaxPending, MaxPendingPerSource int
+	MaxClients, MaxClientsPerSource int
+	UnusedClientTTL                 time.Duration
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names a request's source
+	// address; without them (the default) the source is the remote address.
+	TrustedProxies []netip.Prefix
 	// OnSignIn, when set, is told how each return from the card service's sign-in ended:
 	// "ok", "denied" or "failed" (for metrics).
 	OnSignIn func(outcome string)
@@ -137,12 +145,27 @@ func New(opts Options) (*Server, error) {
 	}{
 		{&opts.AccessTokenTTL, DefaultAccessTokenTTL}, {&opts.RefreshTokenTTL, DefaultRefreshTokenTTL},
 		{&opts.CodeTTL, DefaultCodeTTL}, {&opts.RequestTTL, DefaultRequestTTL}, {&opts.SessionIdleTTL, DefaultSessionIdleTTL},
+		{&opts.UnusedClientTTL, DefaultUnusedClientTTL},
 	} {
 		if *d.v < 0 {
 			return nil, errors.New("proxy: lifetimes must not be negative")
 		}
 		if *d.v == 0 {
 			*d.v = d.def
+		}
+	}
+	for _, b := range []struct {
+		v   *int
+		def int
+	}{
+		{&opts.MaxPending, DefaultMaxPending}, {&opts.MaxPendingPerSource, DefaultMaxPendingPerSource},
+		{&opts.MaxClients, DefaultMaxClients}, {&opts.MaxClientsPerSource, DefaultMaxClientsPerSource},
+	} {
+		if *b.v < 0 {
+			return nil, errors.New("proxy: bounds must not be negative")
+		}
+		if *b.v == 0 {
+			*b.v = b.def
 		}
 	}
 	if opts.HTTPClient == nil {

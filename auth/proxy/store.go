@@ -72,6 +72,10 @@ type Client struct {
 	GrantTypes   []string  `json:"grantTypes"`
 	Scope        string    `json:"scope,omitempty"` // registered scope; "" = any supported scope
 	IssuedAt     time.Time `json:"issuedAt"`
+	// Unused is true from the registration until a sign-in with the client completes; an
+	// unused client expires at Expires.
+	Unused  bool      `json:"unused,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // Consent is a user's permission for a client to be sent authorizations at a redirect URI.

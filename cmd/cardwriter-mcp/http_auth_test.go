@@ -720,6 +720,7 @@ func TestHTTPAuthCommandLine(t *testing.T) {
 		{"public URL with a path", []string{"http", "--api-host", "http://127.0.0.1:1", "--public-url", "https://mcp.example.com/x"}, "origin"},
 		{"bad state key", []string{"http", "--addr", "127.0.0.1:0", "--api-host", "http://127.0.0.1:1", "--state-key", "c2hvcnQ=", "--state-dir", t.TempDir()}, "state key"},
 		{"help lists the auth flags", []string{"http", "--help"}, "CARDWRITER_STATE_KEY"},
+		{"bad trusted proxy", []string{"http", "--addr", "127.0.0.1:0", "--api-host", "http://127.0.0.1:1", "--trusted-proxies", "10.0.0.0/8,nope", "--state-dir", t.TempDir()}, "--trusted-proxies"},
 		{"public URL without a state key from outside", []string{"http", "--addr", "127.0.0.1:0", "--api-host", "http://127.0.0.1:1", "--public-url", "https://mcp.example.com", "--state-dir", t.TempDir()}, "needs a state key kept outside the state directory"},
 	}
 	for _, tc := range tests {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -36,6 +37,8 @@ type httpAuthFlags struct {
 	previous   string
 	accessTTL  time.Duration
 	refreshTTL time.Duration
+	bounds     proxy.Options // the bounds of unauthenticated state (Max*, UnusedClientTTL)
+	trusted    string        // --trusted-proxies
 }
 
 func (a *httpAuthFlags) register(fs *flag.FlagSet) {
@@ -43,6 +46,29 @@ func (a *httpAuthFlags) register(fs *flag.FlagSet) {
 	a.registerKeys(fs)
 	fs.DurationVar(&a.accessTTL, "access-token-ttl", proxy.DefaultAccessTokenTTL, "proxy mode: lifetime of the access tokens this server issues (never past the card service's grant)")
 	fs.DurationVar(&a.refreshTTL, "refresh-token-ttl", proxy.DefaultRefreshTokenTTL, "proxy mode: lifetime of a refresh token this server issues, renewed at every rotation")
+	fs.IntVar(&a.bounds.MaxPending, "max-pending-signins", proxy.DefaultMaxPending, "proxy mode: sign-ins in progress at once, server-wide")
+	fs.IntVar(&a.bounds.MaxPendingPerSource, "max-pending-signins-per-source", proxy.DefaultMaxPendingPerSource, "proxy mode: sign-ins in progress at once per source address (its oldest make room for its newest)")
+	fs.IntVar(&a.bounds.MaxClients, "max-clients", proxy.DefaultMaxClients, "proxy mode: registered MCP clients kept, server-wide")
+	fs.IntVar(&a.bounds.MaxClientsPerSource, "max-unused-clients-per-source", proxy.DefaultMaxClientsPerSource, "proxy mode: registrations not yet used to sign in, per source address (its oldest make room for its newest)")
+	fs.DurationVar(&a.bounds.UnusedClientTTL, "unused-client-ttl", proxy.DefaultUnusedClientTTL, "proxy mode: a registered client not used to sign in within this long expires")
+	fs.StringVar(&a.trusted, "trusted-proxies", "", "proxy mode: comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the source address of a sign-in (default none: the remote address)")
+}
+
+// trustedProxies parses --trusted-proxies.
+func (a *httpAuthFlags) trustedProxies() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, v := range splitList(a.trusted) {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			addr, aerr := netip.ParseAddr(v)
+			if aerr != nil {
+				return nil, fmt.Errorf("--trusted-proxies: %q is not an address or a CIDR prefix", v)
+			}
+			p = netip.PrefixFrom(addr.Unmap(), addr.Unmap().BitLen())
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
 }
 
 // registerKeys registers the flags that say where the server is and where its state key
@@ -171,9 +197,19 @@ func newHTTPAuth(mode, pub, apiHost string, a *httpAuthFlags, kv store.KV, idle 
 		if err != nil {
 			return nil, err
 		}
+		trusted, err := a.trustedProxies()
+		if err != nil {
+			return nil, err
+		}
+		b := a.bounds
+		if b.MaxPending <= 0 || b.MaxPendingPerSource <= 0 || b.MaxClients <= 0 || b.MaxClientsPerSource <= 0 || b.UnusedClientTTL <= 0 {
+			return nil, errors.New("--max-pending-signins, --max-pending-signins-per-source, --max-clients, --max-unused-clients-per-source and --unused-client-ttl must be positive")
+		}
 		srv, err := proxy.New(proxy.Options{
 			PublicURL: pub, APIHost: apiHost, KV: kv, Key: key, PreviousKeys: previous,
 			AccessTokenTTL: a.accessTTL, RefreshTokenTTL: a.refreshTTL, SessionIdleTTL: idle,
+			MaxPending: b.MaxPending, MaxPendingPerSource: b.MaxPendingPerSource, MaxClients: b.MaxClients,
+			MaxClientsPerSource: b.MaxClientsPerSource, UnusedClientTTL: b.UnusedClientTTL, TrustedProxies: trusted,
 			APIOptions: apiOpts, Logger: logger.With("component", "auth"), OnSignIn: onSignIn,
 		})
 		if err != nil {
