@@ -69,11 +69,11 @@ type admitted struct {
 }
 
 // Admit records that source made the server keep id until expires, under the per-source list
-// named prefix + a digest of the source. Beyond limit live entries, the source's oldest ones are
-// evicted: their ids are returned for the caller to drop.
+// named prefix + a digest of the source; the list lives as long as its newest entry. Beyond
+// limit live entries, the source's oldest ones are evicted: their ids are returned for the
+// caller to drop.
 func (s *KVStore) Admit(ctx context.Context, prefix, source, id string, expires time.Time, limit int) (evicted []string, err error) {
 	now := s.now()
-	last := expires
 	_, err = s.kv.Update(ctx, prefix+hashKey(source), s.until(expires, keptPastExpiry), func(old []byte) ([]byte, error) {
 		evicted = nil
 		var a admission
@@ -88,18 +88,10 @@ func (s *KVStore) Admit(ctx context.Context, prefix, source, id string, expires 
 			}
 			a.Entries = slices.Delete(a.Entries, 0, over)
 		}
-		for _, e := range a.Entries {
-			if e.Expires.After(last) {
-				last = e.Expires
-			}
-		}
 		return json.Marshal(a)
 	})
 	if err != nil {
 		return nil, err
-	}
-	if last.After(expires) { // keep the list as long as its longest-lived entry
-		_ = s.kv.Touch(ctx, prefix+hashKey(source), s.until(last, keptPastExpiry))
 	}
 	return evicted, nil
 }

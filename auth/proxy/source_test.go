@@ -181,3 +181,29 @@ func TestRegistrationsExpire(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSource: whatever the remote address and X-Forwarded-For say, the source is "unknown",
+// an address or an IPv6 /64, and never a panic.
+func FuzzSource(f *testing.F) {
+	f.Add("127.0.0.1:5000", "203.0.113.5")
+	f.Add("[::1]:1", "2001:db8::1, 10.0.0.1,,")
+	f.Add("garbage", "::ffff:1.2.3.4%eth0")
+	s := &Server{}
+	s.opts.TrustedProxies = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128"), netip.MustParsePrefix("10.0.0.0/8")}
+	f.Fuzz(func(t *testing.T, remote, xff string) {
+		r := httptest.NewRequest(http.MethodGet, "/authorize", nil)
+		r.RemoteAddr = remote
+		r.Header.Set("X-Forwarded-For", xff)
+		got := s.source(r)
+		if got == "unknown" {
+			return
+		}
+		if a, err := netip.ParseAddr(got); err == nil && a.Is4() {
+			return
+		}
+		if p, err := netip.ParsePrefix(got); err == nil && p.Bits() == 64 && p.Addr().Is6() {
+			return
+		}
+		t.Errorf("source %q of %q, %q", got, remote, xff)
+	})
+}
