@@ -39,6 +39,20 @@ func metadataServer(t *testing.T) *httptest.Server {
 	return srv
 }
 
+// authorizePage asks /authorize, with hc, for the client id (redirect URI
+// http://127.0.0.1:9/cb) and returns the answer and its body.
+func (e *env) authorizePage(hc *http.Client, id string) (*http.Response, string) {
+	e.t.Helper()
+	c := &client{e: e, id: id, redirectURI: "http://127.0.0.1:9/cb", browser: newBrowser()}
+	resp, err := hc.Get(c.authURL(c.newRequest()))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(body)
+}
+
 // TestClientIDMetadataDocuments: a client whose client_id is its metadata document's https URL
 // signs in with no registration; a document that does not check out is refused, saying why.
 func TestClientIDMetadataDocuments(t *testing.T) {
@@ -72,17 +86,10 @@ func TestClientIDMetadataDocuments(t *testing.T) {
 		{"/big.json", "larger than"},
 		{"/moved.json", "302"},
 	} {
-		bad := &client{e: e, id: md.URL + tc.path, redirectURI: "http://127.0.0.1:9/cb", browser: newBrowser()}
-		ar := bad.newRequest()
-		resp, err := nc.Get(e.url + "/authorize?" + ar.params.Encode())
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, body := e.authorizePage(nc, md.URL+tc.path)
 		// The browser is told that the document could not be used, never why: the why is in
 		// the server's log.
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "could not be fetched or is not valid") || strings.Contains(string(body), tc.want) {
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "could not be fetched or is not valid") || strings.Contains(body, tc.want) {
 			t.Errorf("%s: %d, want 400 with the generic message and not %q:\n%.300s", tc.path, resp.StatusCode, tc.want, body)
 		}
 		if !strings.Contains(e.logs.String(), tc.want) {
@@ -106,20 +113,13 @@ func TestClientIDMetadataRefusesNonGlobalAddresses(t *testing.T) {
 		"https://[64:ff9b:1::a00:1]/c.json", "https://[2002:a9fe:a9fe::1]/c.json", "https://[::a9fe:a9fe]/c.json",
 		"https://[::ffff:a9fe:a9fe]/c.json", "https://[fec0::1]/c.json", "https://[fd00:ec2::254]/c.json",
 	} {
-		c := &client{e: e, id: id, redirectURI: "http://127.0.0.1:9/cb", browser: newBrowser()}
-		ar := c.newRequest()
-		resp, err := nc.Get(e.url + "/authorize?" + ar.params.Encode())
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
+		resp, body := e.authorizePage(nc, id)
 		u, _ := url.Parse(id)
-		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "could not be fetched or is not valid") {
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "could not be fetched or is not valid") {
 			t.Errorf("%s: %d:\n%.300s", id, resp.StatusCode, body)
 		}
 		for _, leak := range []string{"public", "dial", "refused", "127.0.0.1", strings.Trim(u.Hostname(), "[]")} {
-			if strings.Contains(string(body), leak) {
+			if strings.Contains(body, leak) {
 				t.Errorf("%s: the page says %q:\n%.500s", id, leak, body)
 			}
 		}

@@ -173,19 +173,28 @@ type client struct {
 
 func (e *env) register(name, redirectURI string) *client {
 	e.t.Helper()
+	status, id := e.registerFrom(http.DefaultClient, name, redirectURI)
+	if status != http.StatusCreated {
+		e.t.Fatalf("register: %d", status)
+	}
+	return &client{e: e, id: id, redirectURI: redirectURI, browser: newBrowser()}
+}
+
+// registerFrom registers a public client with hc (whose transport may say which source it
+// comes from); it returns the status and the client id.
+func (e *env) registerFrom(hc *http.Client, name, redirectURI string) (int, string) {
+	e.t.Helper()
 	body, _ := json.Marshal(map[string]any{"client_name": name, "redirect_uris": []string{redirectURI},
 		"token_endpoint_auth_method": "none", "grant_types": []string{"authorization_code", "refresh_token"}})
-	resp, err := http.Post(e.url+"/register", "application/json", bytes.NewReader(body))
+	resp, err := hc.Post(e.url+"/register", "application/json", bytes.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	var out map[string]any
 	_ = json.NewDecoder(resp.Body).Decode(&out)
-	if resp.StatusCode != http.StatusCreated {
-		e.t.Fatalf("register: %d %v", resp.StatusCode, out)
-	}
-	return &client{e: e, id: out["client_id"].(string), redirectURI: redirectURI, browser: newBrowser()}
+	id, _ := out["client_id"].(string)
+	return resp.StatusCode, id
 }
 
 // newBrowser returns a scripted browser that stops at the MCP client's redirect (path /cb).

@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -29,22 +28,6 @@ func via(addr string) *http.Client {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 
-// registerFrom registers a client as hc's source; it returns the status and the client id.
-func (e *env) registerFrom(hc *http.Client, redirectURI string) (int, string) {
-	e.t.Helper()
-	body, _ := json.Marshal(map[string]any{"client_name": "From a source", "redirect_uris": []string{redirectURI},
-		"token_endpoint_auth_method": "none", "grant_types": []string{"authorization_code", "refresh_token"}})
-	resp, err := hc.Post(e.url+"/register", "application/json", bytes.NewReader(body))
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	_ = json.NewDecoder(resp.Body).Decode(&out)
-	id, _ := out["client_id"].(string)
-	return resp.StatusCode, id
-}
-
 func (e *env) count(prefix string) int {
 	n := 0
 	_ = e.kv.Scan(context.Background(), prefix, func(string) error { n++; return nil })
@@ -60,7 +43,7 @@ func TestFloodFromOneSource(t *testing.T) {
 	attacker := via("203.0.113.5")
 	var first, last string
 	for i := range 100 {
-		status, id := e.registerFrom(attacker, "https://evil.example/phish")
+		status, id := e.registerFrom(attacker, "Flood", "https://evil.example/phish")
 		if status != http.StatusCreated {
 			t.Fatalf("registration %d of the flood: %d", i, status)
 		}
@@ -92,7 +75,7 @@ func TestFloodFromOneSource(t *testing.T) {
 
 	// Another source registers and signs in.
 	victim := via("198.51.100.7")
-	status, id := e.registerFrom(victim, "http://127.0.0.1:9/cb")
+	status, id := e.registerFrom(victim, "Victim", "http://127.0.0.1:9/cb")
 	if status != http.StatusCreated {
 		t.Fatalf("another source's registration: %d", status)
 	}
@@ -106,7 +89,7 @@ func TestFloodFromOneSource(t *testing.T) {
 	}
 	// More of the flood does not evict the client that signed in (another source's list).
 	for range 10 {
-		e.registerFrom(attacker, "https://evil.example/phish")
+		e.registerFrom(attacker, "Flood", "https://evil.example/phish")
 	}
 	if _, err := e.store.GetClient(context.Background(), id); err != nil {
 		t.Errorf("after more of the flood: %v", err)

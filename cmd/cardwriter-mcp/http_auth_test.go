@@ -536,7 +536,7 @@ func TestHTTPProxySessionOwner(t *testing.T) {
 	if me := call(ctx, t, csB, "whoami", map[string]any{}, false); me["userId"] != bea {
 		t.Errorf("B's own session after the refusals: %v", me)
 	}
-	if !strings.Contains(srv.logs.String(), "the session is not this user's") {
+	if !strings.Contains(srv.logs.String(), "the session is not this grant's") {
 		t.Error("the server's logs do not record the refused session use")
 	}
 }
