@@ -50,8 +50,8 @@ const (
 type KVStore struct {
 	kv       store.KV
 	now      func() time.Time
-	keys     *keys            // authenticates the records that grant access; nil: none (a store read without the key)
-	onForged func(key string) // told of a record that failed its authentication
+	keys     *keys                        // authenticates the records that grant access; nil: none (a store read without the key)
+	onForged func(key string, noMAC bool) // told of a record that failed its authentication
 }
 
 var _ Store = (*KVStore)(nil)
@@ -137,7 +137,7 @@ func (s *KVStore) decode(key string, raw []byte, v any) error {
 	*m = got
 	if err != nil || !s.keys.verifyRecord(got, key, plain) {
 		if s.onForged != nil {
-			s.onForged(key)
+			s.onForged(key, got == "")
 		}
 		return errForged
 	}

@@ -184,9 +184,13 @@ func New(opts Options) (*Server, error) {
 	st := NewKVStore(opts.KV)
 	st.now = opts.Now
 	st.keys = k
-	st.onForged = func(key string) {
-		opts.Logger.Error("proxy: a record of the store failed its authentication under the state key and was refused (written without the key, or damaged)",
-			"record", recordKind(key), "tag", sessionTag(key))
+	st.onForged = func(key string, noMAC bool) {
+		why := "its MAC does not match: written without the state key, moved, or damaged"
+		if noMAC {
+			why = "it has no MAC: written by an earlier version, or not by this server"
+		}
+		opts.Logger.Error("proxy: a record of the store failed its authentication under the state key and was refused",
+			"record", recordKind(key), "tag", sessionTag(key), "why", why)
 	}
 	s := &Server{
 		opts: opts, issuer: pub, resource: pub + MCPPath, keys: k, store: st,
