@@ -138,7 +138,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	if err != nil {
 		s.errorPage(w, http.StatusBadRequest, "Unknown application",
-			"No application is registered with this client_id. The application must register with this server first.")
+			"No application is registered with this client_id. The application must register with this server first (a registration not used to sign in expires after a while: the application should register again).")
 		return
 	}
 	// The redirect URI must be one the client registered, compared as exact strings: only
