@@ -381,7 +381,8 @@ func (s *KVStore) DeleteUpstreamClient(ctx context.Context, issuer, redirectURI 
 }
 
 // Sweep drops the grants that nothing live refers to: an active grant without a live access
-// or refresh token, an inactive one without a live, unused code. Requests and secrets expire
+// or refresh token, an inactive one without a live, unused code; and those that fail their
+// authentication. Requests and secrets expire
 // by themselves. Grants younger than sweepGrace are spared.
 func (s *KVStore) Sweep(ctx context.Context, now time.Time) ([]*Grant, error) {
 	var ids []string
@@ -395,6 +396,14 @@ func (s *KVStore) Sweep(ctx context.Context, now time.Time) ([]*Grant, error) {
 	var dropped []*Grant
 	for _, id := range ids {
 		g, err := s.GetGrant(ctx, id)
+		if errors.Is(err, errForged) {
+			// Not this server's (or an earlier version's, without a MAC): dropped, and its card
+			// service tokens revoked when they open under the state key.
+			if g, err := s.DeleteGrant(ctx, id); err == nil {
+				dropped = append(dropped, g)
+			}
+			continue
+		}
 		if err != nil {
 			continue
 		}

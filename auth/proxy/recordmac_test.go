@@ -66,6 +66,11 @@ func TestForgedRecordsAreRefused(t *testing.T) {
 	if status, _, out := e.mcpCall(access, "", listBody); status != 401 || out["user"] == "u_victim" {
 		t.Errorf("with its grant changed to another user: %d %v, want 401", status, out)
 	}
+	// The sweep drops the grant that fails its authentication.
+	e.srv.sweep()
+	if _, err := e.kv.Get(ctx, keyGrant+sec.GrantID); err == nil {
+		t.Error("the sweep kept a grant that fails its authentication")
+	}
 	logs := e.logs.String()
 	if n := strings.Count(logs, "failed its authentication"); n < 3 {
 		t.Errorf("%d refusals logged, want at least 3:\n%s", n, logs)
