@@ -41,6 +41,7 @@ type tavernEnvConfig struct {
 	modern bool                                                // speak MCP 2026-07-28 (multi round-trip requests)
 	client []upstream.Option                                   // more options of the card service client (they win)
 	elicit client.ElicitationHandler                           // answers elicitation/create; nil: no elicitation capability
+	tokens upstream.TokenSource                                // the card service client's tokens; nil: the sandbox's demo token
 }
 
 // rootsHandler answers roots/list with fixed folders.
@@ -81,7 +82,11 @@ func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 		rt = cfg.wrap(rt)
 	}
 	ct := &countingTransport{next: rt}
-	up, err := upstream.New("http://sandbox.localhost", upstream.StaticToken(svc.DemoToken()),
+	var ts upstream.TokenSource = upstream.StaticToken(svc.DemoToken())
+	if cfg.tokens != nil {
+		ts = cfg.tokens
+	}
+	up, err := upstream.New("http://sandbox.localhost", ts,
 		append([]upstream.Option{upstream.WithTransport(ct), upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1})}, cfg.client...)...)
 	if err != nil {
 		t.Fatal(err)
