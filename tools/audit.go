@@ -15,10 +15,11 @@ import (
 // idFields are the fields of arguments and results that name what a write acted on.
 var idFields = []string{"roleId", "worldbookId", "imageId", "clientKey", "avatarImageId", "backgroundImageId", "revisionId"}
 
-// audit writes the audit line of a write: who (a digest of the card service token, the MCP
-// session and client), which tool, the ids it acted on (revisionKept: the revision it kept;
-// revisionId: the one restore_revision put back), its outcome and duration. Never the
-// arguments' text, a result's content, a revision's content or a token.
+// audit writes the audit line of a write: who (the card service's user id, in proxy mode the
+// grant and the MCP client's id, the MCP session and client), which tool, the ids it acted on
+// (revisionKept: the revision it kept; revisionId: the one restore_revision put back), its
+// outcome and duration. Never the arguments' text, a result's content, a revision's content
+// or a token.
 func audit(ctx context.Context, log *slog.Logger, d *deps, t *Tool, req mcp.CallToolRequest, res *mcp.CallToolResult, code string, dur time.Duration) {
 	if log == nil || t.ReadOnly() {
 		return
@@ -47,11 +48,18 @@ func audit(ctx context.Context, log *slog.Logger, d *deps, t *Tool, req mcp.Call
 	if out, ok := res.StructuredContent.(map[string]any); ok && !res.IsError {
 		collect(out)
 	}
+	who := d.client.Identity(ctx)
+	if who.UserID == "" {
+		who.UserID = "unknown"
+	}
 	attrs := []slog.Attr{
 		slog.String("tool", t.Name),
-		slog.String("user", d.client.Principal(ctx)),
+		slog.String("user", who.UserID),
 		slog.String("outcome", code),
 		slog.Int64("durationMs", dur.Milliseconds()),
+	}
+	if who.GrantID != "" {
+		attrs = append(attrs, slog.String("grant", who.GrantID), slog.String("clientId", who.ClientID))
 	}
 	if cs := server.ClientSessionFromContext(ctx); cs != nil {
 		attrs = append(attrs, slog.String("session", cs.SessionID()))

@@ -85,9 +85,13 @@ func newExports(opts Options, client *upstream.Client, log *slog.Logger) *export
 	return x
 }
 
-// exportOwner is who may read an export back: the one place the tools name a user (the card
-// service token's principal today; the service's user id when the sign-in provides it).
+// exportOwner is who may read an export back: the card service's user id (the same across
+// token refreshes and MCP clients), "" when the service does not say.
 func exportOwner(ctx context.Context, c *upstream.Client) string { return c.Principal(ctx) }
+
+// errNoOwner refuses to keep an export for a user the card service does not name: nobody could
+// be told apart from anybody else when reading it back.
+var errNoOwner = errors.New("the card service did not say who the user is (GET /me), so the export cannot be kept for you alone")
 
 // exportDest is the where-to of an export call: path (stdio) and overwrite.
 type exportDest struct {
@@ -223,7 +227,11 @@ func (x *exports) keep(ctx context.Context, name, mime string, isText bool, data
 	}
 	key := hex.EncodeToString(id[:])
 	expires := x.now().Add(x.ttl).UTC().Truncate(time.Second)
-	rec := exportRecord{Owner: exportOwner(ctx, x.client), Name: name, MIMEType: mime, Text: isText, Data: data, Expires: expires}
+	owner := exportOwner(ctx, x.client)
+	if owner == "" {
+		return exportLink{}, errNoOwner
+	}
+	rec := exportRecord{Owner: owner, Name: name, MIMEType: mime, Text: isText, Data: data, Expires: expires}
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return exportLink{}, err
@@ -255,7 +263,7 @@ func (x *exports) read(ctx context.Context, uri string) (exportRecord, error) {
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return exportRecord{}, fmt.Errorf("the export %s is damaged: %w", id, err)
 	}
-	if !x.now().Before(rec.Expires) || rec.Owner != exportOwner(ctx, x.client) {
+	if owner := exportOwner(ctx, x.client); !x.now().Before(rec.Expires) || owner == "" || rec.Owner != owner {
 		return exportRecord{}, errNoExport
 	}
 	return rec, nil

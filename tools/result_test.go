@@ -338,7 +338,7 @@ func TestLimitedCallIsAResult(t *testing.T) {
 	}
 }
 
-// TestAuditLog: one line per write, naming who (a digest, never the token), the tool, the ids
+// TestAuditLog: one line per write, naming who (the card service's user id, never the token), the tool, the ids
 // and the outcome, without the content; none for reads.
 func TestAuditLog(t *testing.T) {
 	t.Parallel()
@@ -359,7 +359,7 @@ func TestAuditLog(t *testing.T) {
 		t.Fatalf("%d audit lines, want 3 (the writes):\n%s", len(lines), out)
 	}
 	for i, want := range []string{`"tool":"create_card"`, `"tool":"set_opening_lines"`, `"tool":"set_opening_lines"`} {
-		if !strings.Contains(lines[i], want) || !strings.Contains(lines[i], `"user":"token:`) || !strings.Contains(lines[i], `"durationMs":`) {
+		if !strings.Contains(lines[i], want) || !strings.Contains(lines[i], `"user":"u_demo"`) || !strings.Contains(lines[i], `"durationMs":`) {
 			t.Errorf("line %d: %s", i, lines[i])
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/mark3labs/mcp-go/server"
 
@@ -43,44 +42,14 @@ var (
 	profileFields = []string{"roleName", "roleDesc", "tags", "language", "contentRatingIntent", "avatarImageId", "backgroundImageId"}
 )
 
-// users maps a principal (a digest of the token) to the service's user id.
-type users struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-// maxCachedUsers bounds the cache of user ids; past it, the cache starts over.
-const maxCachedUsers = 10000
-
 // serviceUser returns who the call in ctx acts for on the card service: the card service's
-// base URL and the user's id there (GET /me, asked once per principal and cached). It is the
-// one place the revisions learn who the user is; where upstream.Client names the user id
-// itself (branch i24-signin: Client.Principal returns it, "" when unknown), its body becomes
-// that id, refused when "".
+// base URL and the user's id there (upstream.Client.Principal: the signed-in user of the
+// request, or GET /me once per token). It is the one place the revisions learn who the user
+// is; a user the service does not name keeps no revision.
 func (d *deps) serviceUser(ctx context.Context) (revisions.User, error) {
-	principal := d.client.Principal(ctx)
-	known := principal != "" && principal != "unknown" // an unknown principal is never cached
-	d.users.mu.Lock()
-	id, ok := d.users.m[principal]
-	d.users.mu.Unlock()
-	if !ok || !known {
-		me, err := d.client.GetMe(ctx)
-		if err != nil {
-			return revisions.User{}, err
-		}
-		if me.UserID == "" {
-			return revisions.User{}, errors.New("the card service named no userId (GET /me)")
-		}
-		id = me.UserID
-		if !known {
-			return revisions.User{BaseURL: d.client.BaseURL(), ID: id}, nil
-		}
-		d.users.mu.Lock()
-		if d.users.m == nil || len(d.users.m) >= maxCachedUsers {
-			d.users.m = map[string]string{}
-		}
-		d.users.m[principal] = id
-		d.users.mu.Unlock()
+	id := d.client.Principal(ctx)
+	if id == "" {
+		return revisions.User{}, errors.New("the card service did not say who the user is (GET /me)")
 	}
 	return revisions.User{BaseURL: d.client.BaseURL(), ID: id}, nil
 }

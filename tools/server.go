@@ -207,7 +207,6 @@ type deps struct {
 	aside    AsideStore
 	files    *LocalFiles
 	revs     *RevisionStore // nil: revisions are off
-	users    users
 	exports  *exports
 }
 

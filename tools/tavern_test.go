@@ -43,6 +43,7 @@ type tavernEnvConfig struct {
 	token  string                                              // the card service token of the server's client; "": the demo user's
 	client []upstream.Option                                   // more options of the card service client (they win)
 	elicit client.ElicitationHandler                           // answers elicitation/create; nil: no elicitation capability
+	tokens upstream.TokenSource                                // the card service client's tokens; nil: the sandbox's demo token
 }
 
 // rootsHandler answers roots/list with fixed folders.
@@ -83,11 +84,14 @@ func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 		rt = cfg.wrap(rt)
 	}
 	ct := &countingTransport{next: rt}
-	token := svc.DemoToken()
-	if cfg.token != "" {
-		token = cfg.token
+	var ts upstream.TokenSource = upstream.StaticToken(svc.DemoToken())
+	switch {
+	case cfg.tokens != nil:
+		ts = cfg.tokens
+	case cfg.token != "":
+		ts = upstream.StaticToken(cfg.token)
 	}
-	up, err := upstream.New("http://sandbox.localhost", upstream.StaticToken(token),
+	up, err := upstream.New("http://sandbox.localhost", ts,
 		append([]upstream.Option{upstream.WithTransport(ct), upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1})}, cfg.client...)...)
 	if err != nil {
 		t.Fatal(err)

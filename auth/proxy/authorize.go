@@ -128,14 +128,17 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	c, err := s.client(ctx, clientID)
 	if err != nil && isMetadataURL(clientID) {
+		// What went wrong (the network error, the address a name resolved to, the document's
+		// status) is for the server's log only: shown to the browser, it would let anyone probe
+		// hosts and ports through this server.
 		s.log.Warn("authorization refused: client metadata document", "client_id", auth.Printable(clientID, 200), "err", err.Error())
 		s.errorPage(w, http.StatusBadRequest, "Unknown application",
-			"The application's client metadata document could not be used: "+err.Error()+".")
+			"The application's client metadata document could not be fetched or is not valid. The application's developer can find why in this server's log.")
 		return
 	}
 	if err != nil {
 		s.errorPage(w, http.StatusBadRequest, "Unknown application",
-			"No application is registered with this client_id. The application must register with this server first.")
+			"No application is registered with this client_id. The application must register with this server first (a registration not used to sign in expires after a while: the application should register again).")
 		return
 	}
 	// The redirect URI must be one the client registered, compared as exact strings: only
@@ -147,7 +150,24 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state := q.Get("state")
+	// The browser's user, from the signed cookie, and whether that user allowed this client at
+	// this redirect URI before: only then is an error sent to the redirect URI. Before anyone
+	// allowed it, the redirect URI is only what the client registered, and sending the browser
+	// there would make this server an open redirector (RFC 9700 section 4.11.2).
+	user := s.signedInUser(r)
+	var consent *Consent
+	if user != "" {
+		if cs, err := s.store.GetConsent(ctx, user, c.ID, redirectURI); err == nil {
+			consent = cs
+		}
+	}
 	fail := func(code, desc string) {
+		if consent == nil {
+			s.log.Info("authorization refused before consent: an error page rather than a redirect", "client_id", c.ID, "error", code)
+			s.errorPage(w, http.StatusBadRequest, "Invalid authorization request",
+				desc+" Nothing was shared. You were not sent back to the application, since you have not allowed it yet.")
+			return
+		}
 		params := url.Values{"error": {code}, "error_description": {desc}}
 		if state != "" && len(q["state"]) == 1 {
 			params.Set("state", state)
@@ -180,18 +200,31 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 		fail("invalid_scope", "The client did not register the scope "+Scope+".")
 		return
 	}
-	if s.requestCount(r.Context()) >= maxRequests {
+	if s.requestCount(r.Context()) >= s.opts.MaxPending {
 		fail("temporarily_unavailable", "Too many authorizations are in progress; try again in a few minutes.")
 		return
 	}
 	now := s.now()
 	ar := &AuthRequest{ID: oauthserver.NewSecret(""), ClientID: c.ID, RedirectURI: redirectURI, Scope: scope, Resource: resource,
 		State: state, Challenge: q.Get("code_challenge"), Expires: now.Add(s.opts.RequestTTL)}
+	// The source's requests in progress are bounded: its oldest ones make room, so that one
+	// source cannot fill the server-wide bound.
+	evicted, err := s.store.Admit(ctx, keySourceRequests, s.source(r), ar.ID, ar.Expires, s.opts.MaxPendingPerSource)
+	if err != nil {
+		s.log.Error("proxy: count a source's authorization requests", "err", err)
+		fail("server_error", "The server could not store the request.")
+		return
+	}
+	for _, id := range evicted {
+		if err := s.store.DropRequest(ctx, id); err != nil {
+			s.log.Warn("proxy: drop an authorization request", "err", err)
+		}
+	}
 
 	// Consent is remembered per user, client and redirect URI; the user is known from the
 	// browser's signed user cookie. Without it, the person at the browser decides.
-	if user := s.signedInUser(r); user != "" {
-		if cs, err := s.store.GetConsent(ctx, user, c.ID, redirectURI); err == nil && oauthserver.CoversScope(cs.Scope, scope) {
+	if user != "" {
+		if cs := consent; cs != nil && oauthserver.CoversScope(cs.Scope, scope) {
 			ar.Browser = oauthserver.Digest(s.browserID(w, r))
 			ar.RememberedFor = user
 			s.log.Info("authorization: consent remembered", "client_id", c.ID, "user", user)
@@ -505,6 +538,9 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		backToClient(url.Values{"error": {"server_error"}, "error_description": {"The server could not store the authorization."}},
 			"The server could not store the authorization; the application is told so.")
 		return
+	}
+	if err := s.store.UseClient(ctx, ar.ClientID); err != nil {
+		s.log.Warn("proxy: keep a registration used to sign in", "client_id", ar.ClientID, "err", err)
 	}
 	s.setUser(w, me.UserID)
 	outcome = "ok"

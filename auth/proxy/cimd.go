@@ -15,13 +15,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/globaladdr"
 	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 )
 
 // Client ID Metadata Documents (the MCP authorization spec's preferred client registration
 // since 2025-11-25): a client_id that is an https URL names a JSON document, served there, that
 // describes the client. The server fetches it (bounded in size and time, no redirect, never from
-// a loopback or private address unless told to), checks it and caches it.
+// an address that is not a global one unless told to), checks it and caches it.
 
 const (
 	cimdMaxBytes = 5 << 10 // the largest metadata document read
@@ -55,19 +56,11 @@ func isMetadataURL(id string) bool {
 // rules, or be a test's).
 func newCIMDClients(client *http.Client, allowPrivate bool, now func() time.Time) *cimdClients {
 	if client == nil {
-		dialer := &net.Dialer{Timeout: cimdTimeout, Control: func(_, address string, _ syscall.RawConn) error {
-			if allowPrivate {
-				return nil
-			}
-			ap, err := netip.ParseAddrPort(address)
-			if err != nil {
-				return err
-			}
-			if ip := ap.Addr().Unmap(); ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified() || ip.IsMulticast() {
-				return fmt.Errorf("the address %s is not a public one", ip)
-			}
-			return nil
-		}}
+		control := func(_, address string, _ syscall.RawConn) error { return nil }
+		if !allowPrivate {
+			control = refuseNonGlobal
+		}
+		dialer := &net.Dialer{Timeout: cimdTimeout, Control: control}
 		client = &http.Client{
 			Timeout:   cimdTimeout,
 			Transport: &http.Transport{DialContext: dialer.DialContext, TLSHandshakeTimeout: cimdTimeout, ResponseHeaderTimeout: cimdTimeout},
@@ -76,6 +69,20 @@ func newCIMDClients(client *http.Client, allowPrivate bool, now func() time.Time
 	c := *client
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	return &cimdClients{http: &c, now: now, cache: map[string]cimdEntry{}}
+}
+
+// refuseNonGlobal is the dialer's check of the address it is about to connect to, after name
+// resolution: only an address of the public internet (globaladdr) is dialled, so that a name
+// that resolves (or later re-resolves, DNS rebinding) to an internal one reaches nothing.
+func refuseNonGlobal(_, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return err
+	}
+	if why := globaladdr.Why(ap.Addr()); why != "" {
+		return fmt.Errorf("the address %s is not a public one (%s)", ap.Addr(), why)
+	}
+	return nil
 }
 
 // get returns the client a metadata URL describes, from the cache or fetched now.

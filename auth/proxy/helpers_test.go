@@ -39,7 +39,8 @@ type env struct {
 	kv      store.KV
 	dir     string
 	key     []byte
-	url     string // the proxy's public URL
+	prevKey [][]byte // Options.PreviousKeys
+	url     string   // the proxy's public URL
 	logs    *authtest.LogBuffer
 	secrets *authtest.Secrets
 
@@ -47,6 +48,7 @@ type env struct {
 	signIns   []string // OnSignIn's outcomes, in order
 
 	metadataClient *http.Client // envOptions.metadataClient
+	bounds         *Options     // envOptions.bounds
 }
 
 // signInOutcomes returns what OnSignIn was told so far.
@@ -60,12 +62,13 @@ type envOptions struct {
 	upstreamAccessTTL time.Duration
 	accessTTL         time.Duration
 	metadataClient    *http.Client // fetches client metadata documents (a test's TLS server)
+	bounds            *Options     // when set: its bounds of unauthenticated state and trusted proxies
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
 	t.Helper()
 	e := &env{t: t, clock: authtest.NewClock(time.Now().Truncate(time.Second)), logs: &authtest.LogBuffer{}, secrets: &authtest.Secrets{}, dir: t.TempDir(),
-		metadataClient: o.metadataClient}
+		metadataClient: o.metadataClient, bounds: o.bounds}
 	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	e.sbURL = authtest.Serve(t, func(url string) http.Handler {
 		sb, err := sandbox.New(sandbox.Options{BaseURL: url, Clock: e.clock.Now, CheckResponses: true,
@@ -104,14 +107,19 @@ func (e *env) start(accessTTL time.Duration, logger *slog.Logger) {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	srv, err := New(Options{PublicURL: e.url, APIHost: e.sbURL, KV: kv, Key: e.key, AccessTokenTTL: accessTTL,
+	opts := Options{PublicURL: e.url, APIHost: e.sbURL, KV: kv, Key: e.key, PreviousKeys: e.prevKey, AccessTokenTTL: accessTTL,
 		Logger: logger.With("component", "proxy"), Now: e.clock.Now,
 		MetadataHTTPClient: e.metadataClient, AllowPrivateMetadata: e.metadataClient != nil,
 		OnSignIn: func(outcome string) {
 			e.signInsMu.Lock()
 			defer e.signInsMu.Unlock()
 			e.signIns = append(e.signIns, outcome)
-		}})
+		}}
+	if b := e.bounds; b != nil {
+		opts.MaxPending, opts.MaxPendingPerSource, opts.MaxClients, opts.MaxClientsPerSource = b.MaxPending, b.MaxPendingPerSource, b.MaxClients, b.MaxClientsPerSource
+		opts.UnusedClientTTL, opts.TrustedProxies = b.UnusedClientTTL, b.TrustedProxies
+	}
+	srv, err := New(opts)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -142,7 +150,9 @@ func mcpStandIn(api *upstream.Client) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		me, err := api.GetMe(r.Context())
-		out := map[string]any{"principal": PrincipalFrom(r.Context()).UserID}
+		who := api.Identity(r.Context())
+		out := map[string]any{"principal": PrincipalFrom(r.Context()).UserID,
+			"identity": map[string]any{"user": api.Principal(r.Context()), "grant": who.GrantID, "client": who.ClientID}}
 		if err != nil {
 			out["error"] = err.Error()
 		} else {
@@ -163,19 +173,28 @@ type client struct {
 
 func (e *env) register(name, redirectURI string) *client {
 	e.t.Helper()
+	status, id := e.registerFrom(http.DefaultClient, name, redirectURI)
+	if status != http.StatusCreated {
+		e.t.Fatalf("register: %d", status)
+	}
+	return &client{e: e, id: id, redirectURI: redirectURI, browser: newBrowser()}
+}
+
+// registerFrom registers a public client with hc (whose transport may say which source it
+// comes from); it returns the status and the client id.
+func (e *env) registerFrom(hc *http.Client, name, redirectURI string) (int, string) {
+	e.t.Helper()
 	body, _ := json.Marshal(map[string]any{"client_name": name, "redirect_uris": []string{redirectURI},
 		"token_endpoint_auth_method": "none", "grant_types": []string{"authorization_code", "refresh_token"}})
-	resp, err := http.Post(e.url+"/register", "application/json", bytes.NewReader(body))
+	resp, err := hc.Post(e.url+"/register", "application/json", bytes.NewReader(body))
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	var out map[string]any
 	_ = json.NewDecoder(resp.Body).Decode(&out)
-	if resp.StatusCode != http.StatusCreated {
-		e.t.Fatalf("register: %d %v", resp.StatusCode, out)
-	}
-	return &client{e: e, id: out["client_id"].(string), redirectURI: redirectURI, browser: newBrowser()}
+	id, _ := out["client_id"].(string)
+	return resp.StatusCode, id
 }
 
 // newBrowser returns a scripted browser that stops at the MCP client's redirect (path /cb).

@@ -18,8 +18,9 @@ const StateFile = "proxy-state.json"
 // ImportStateFile moves the state of an earlier version's StateFile in dir into kv (clients,
 // consents, requests, grants, secrets, the upstream registration), then renames the file to
 // StateFile + ".imported", so that a server upgraded in place keeps its sign-ins. A missing
-// file is no error. It returns how many records it moved.
-func ImportStateFile(ctx context.Context, dir string, kv store.KV) (int, error) {
+// file is no error. It returns how many records it moved. key is the state key the server
+// will run with: the records that grant access are authenticated under it as they are moved.
+func ImportStateFile(ctx context.Context, dir string, kv store.KV, key []byte) (int, error) {
 	path := filepath.Join(dir, StateFile)
 	raw, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -41,6 +42,9 @@ func ImportStateFile(ctx context.Context, dir string, kv store.KV) (int, error) 
 		return 0, fmt.Errorf("proxy: import %s: not a version 1 state file (%v)", path, err)
 	}
 	s := NewKVStore(kv)
+	if s.keys, err = deriveKeys(key); err != nil {
+		return 0, fmt.Errorf("proxy: import %s: %w", path, err)
+	}
 	n := 0
 	step := func(err error) error {
 		if err == nil {

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
@@ -36,6 +37,9 @@ const (
 	keyUpstream     = "proxy:upstream:"
 	keySession      = "proxy:session-owner:"
 	keyLease        = "proxy:lease:"
+	// What each source address made the server keep (admission lists, Admit).
+	keySourceRequests = "proxy:source-requests:"
+	keySourceClients  = "proxy:source-clients:"
 )
 
 // KVStore is the Store on a store.KV: each record one JSON value, requests and secrets with
@@ -44,8 +48,10 @@ const (
 // no secret in the clear: codes and tokens are known by their digests, the card service's
 // tokens are sealed.
 type KVStore struct {
-	kv  store.KV
-	now func() time.Time
+	kv       store.KV
+	now      func() time.Time
+	keys     *keys                        // authenticates the records that grant access; nil: none (a store read without the key)
+	onForged func(key string, noMAC bool) // told of a record that failed its authentication
 }
 
 var _ Store = (*KVStore)(nil)
@@ -58,6 +64,16 @@ func (s *KVStore) KV() store.KV { return s.kv }
 
 // Close does nothing: the KV belongs to the caller.
 func (s *KVStore) Close() error { return nil }
+
+// recordKind names the kind of record at key (its prefix), for logs.
+func recordKind(key string) string {
+	for _, p := range []string{keyGrant, keySecret, keyConsent, keyRequest} {
+		if strings.HasPrefix(key, p) {
+			return strings.TrimSuffix(strings.TrimPrefix(p, "proxy:"), ":")
+		}
+	}
+	return "other"
+}
 
 func hashKey(parts ...string) string {
 	h := sha256.New()
@@ -74,8 +90,62 @@ func (s *KVStore) until(exp time.Time, margin time.Duration) time.Duration {
 	return max(exp.Add(margin).Sub(s.now()), time.Second)
 }
 
-func get[T any](ctx context.Context, kv store.KV, key string) (*T, error) {
-	raw, err := kv.Get(ctx, key)
+// authenticated is a record that carries a MAC under the state key (keys.recordMAC), bound
+// to its key in the store: what grants access (grants, the records of codes, tokens and
+// states, consents, authorization requests). One written by someone who can write to the
+// store but lacks the state key, or copied under another key, is refused as absent.
+type authenticated interface{ macField() *string }
+
+func (g *Grant) macField() *string       { return &g.MAC }
+func (s *Secret) macField() *string      { return &s.MAC }
+func (c *Consent) macField() *string     { return &c.MAC }
+func (r *AuthRequest) macField() *string { return &r.MAC }
+
+// errForged is the error of a record whose MAC does not check out; it reads as ErrNotFound.
+var errForged = fmt.Errorf("%w: a record failed its authentication under the state key", ErrNotFound)
+
+// encode returns v's JSON, with its MAC for key when it is an authenticated record.
+func (s *KVStore) encode(key string, v any) ([]byte, error) {
+	a, ok := v.(authenticated)
+	if !ok || s.keys == nil {
+		return json.Marshal(v)
+	}
+	m := a.macField()
+	*m = ""
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	*m = s.keys.recordMAC(key, raw)
+	return json.Marshal(v)
+}
+
+// decode reads the record at key into v and, when it is an authenticated one, checks its MAC:
+// errForged when it does not check out (told to onForged, with no secret).
+func (s *KVStore) decode(key string, raw []byte, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("proxy: a damaged record at %s: %w", key, err)
+	}
+	a, ok := v.(authenticated)
+	if !ok || s.keys == nil {
+		return nil
+	}
+	m := a.macField()
+	got := *m
+	*m = ""
+	plain, err := json.Marshal(v)
+	*m = got
+	if err != nil || !s.keys.verifyRecord(got, key, plain) {
+		if s.onForged != nil {
+			s.onForged(key, got == "")
+		}
+		return errForged
+	}
+	return nil
+}
+
+func get[T any](ctx context.Context, s *KVStore, key string) (*T, error) {
+	raw, err := s.kv.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrNotFound
 	}
@@ -83,39 +153,39 @@ func get[T any](ctx context.Context, kv store.KV, key string) (*T, error) {
 		return nil, fmt.Errorf("proxy: read the state: %w", err)
 	}
 	v := new(T)
-	if err := json.Unmarshal(raw, v); err != nil {
-		return nil, fmt.Errorf("proxy: a damaged record at %s: %w", key, err)
+	if err := s.decode(key, raw, v); err != nil {
+		return nil, err
 	}
 	return v, nil
 }
 
-func put(ctx context.Context, kv store.KV, key string, v any, ttl time.Duration) error {
-	raw, err := json.Marshal(v)
+func put(ctx context.Context, s *KVStore, key string, v any, ttl time.Duration) error {
+	raw, err := s.encode(key, v)
 	if err != nil {
 		return fmt.Errorf("proxy: encode the state: %w", err)
 	}
-	if err := kv.Set(ctx, key, raw, ttl); err != nil {
+	if err := s.kv.Set(ctx, key, raw, ttl); err != nil {
 		return fmt.Errorf("proxy: write the state: %w", err)
 	}
 	return nil
 }
 
-// update changes the record at key atomically; ErrNotFound when it is absent. It returns the
-// record as it was before the change and after it.
-func update[T any](ctx context.Context, kv store.KV, key string, change func(v *T) error) (before, after *T, err error) {
-	_, err = kv.Update(ctx, key, store.KeepTTL, func(old []byte) ([]byte, error) {
+// update changes the record at key atomically; ErrNotFound when it is absent (or fails its
+// authentication). It returns the record as it was before the change and after it.
+func update[T any](ctx context.Context, s *KVStore, key string, change func(v *T) error) (before, after *T, err error) {
+	_, err = s.kv.Update(ctx, key, store.KeepTTL, func(old []byte) ([]byte, error) {
 		if old == nil {
 			return nil, ErrNotFound
 		}
 		before, after = new(T), new(T)
-		if err := json.Unmarshal(old, before); err != nil {
-			return nil, fmt.Errorf("proxy: a damaged record at %s: %w", key, err)
+		if err := s.decode(key, old, before); err != nil {
+			return nil, err
 		}
 		_ = json.Unmarshal(old, after)
 		if err := change(after); err != nil {
 			return nil, err
 		}
-		return json.Marshal(after)
+		return s.encode(key, after)
 	})
 	if err != nil && !errors.Is(err, ErrNotFound) && store.IsUnavailable(err) {
 		err = fmt.Errorf("proxy: write the state: %w", err)
@@ -161,7 +231,11 @@ func (s *KVStore) CreateClient(ctx context.Context, c *Client) error {
 	if err != nil {
 		return err
 	}
-	created, err := s.kv.Create(ctx, keyClient+c.ID, raw, 0)
+	var ttl time.Duration // an unused registration lives until it expires
+	if c.Unused {
+		ttl = s.until(c.Expires, 0)
+	}
+	created, err := s.kv.Create(ctx, keyClient+c.ID, raw, ttl)
 	if err != nil {
 		return fmt.Errorf("proxy: write the state: %w", err)
 	}
@@ -172,23 +246,27 @@ func (s *KVStore) CreateClient(ctx context.Context, c *Client) error {
 }
 
 func (s *KVStore) GetClient(ctx context.Context, id string) (*Client, error) {
-	return get[Client](ctx, s.kv, keyClient+id)
+	c, err := get[Client](ctx, s, keyClient+id)
+	if err == nil && c.Unused && !s.now().Before(c.Expires) {
+		return nil, ErrNotFound // expired, not yet dropped by the store
+	}
+	return c, err
 }
 
 func (s *KVStore) PutConsent(ctx context.Context, c *Consent) error {
-	return put(ctx, s.kv, keyConsent+hashKey(c.UserID, c.ClientID, c.RedirectURI), c, 0)
+	return put(ctx, s, keyConsent+hashKey(c.UserID, c.ClientID, c.RedirectURI), c, 0)
 }
 
 func (s *KVStore) GetConsent(ctx context.Context, userID, clientID, redirectURI string) (*Consent, error) {
-	return get[Consent](ctx, s.kv, keyConsent+hashKey(userID, clientID, redirectURI))
+	return get[Consent](ctx, s, keyConsent+hashKey(userID, clientID, redirectURI))
 }
 
 func (s *KVStore) PutRequest(ctx context.Context, r *AuthRequest) error {
-	return put(ctx, s.kv, keyRequest+r.ID, r, s.until(r.Expires, keptPastExpiry))
+	return put(ctx, s, keyRequest+r.ID, r, s.until(r.Expires, keptPastExpiry))
 }
 
 func (s *KVStore) GetRequest(ctx context.Context, id string) (*AuthRequest, error) {
-	return get[AuthRequest](ctx, s.kv, keyRequest+id)
+	return get[AuthRequest](ctx, s, keyRequest+id)
 }
 
 func (s *KVStore) TakeRequest(ctx context.Context, id string) (*AuthRequest, error) {
@@ -200,22 +278,22 @@ func (s *KVStore) TakeRequest(ctx context.Context, id string) (*AuthRequest, err
 		return nil, fmt.Errorf("proxy: write the state: %w", err)
 	}
 	r := &AuthRequest{}
-	if err := json.Unmarshal(raw, r); err != nil {
-		return nil, fmt.Errorf("proxy: a damaged authorization request: %w", err)
+	if err := s.decode(keyRequest+id, raw, r); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
 
 func (s *KVStore) PutGrant(ctx context.Context, g *Grant) error {
-	return put(ctx, s.kv, keyGrant+g.ID, g, 0)
+	return put(ctx, s, keyGrant+g.ID, g, 0)
 }
 
 func (s *KVStore) GetGrant(ctx context.Context, id string) (*Grant, error) {
-	return get[Grant](ctx, s.kv, keyGrant+id)
+	return get[Grant](ctx, s, keyGrant+id)
 }
 
 func (s *KVStore) UpdateGrant(ctx context.Context, id string, change func(g *Grant) error) (*Grant, error) {
-	_, g, err := update(ctx, s.kv, keyGrant+id, func(g *Grant) error {
+	_, g, err := update(ctx, s, keyGrant+id, func(g *Grant) error {
 		if err := change(g); err != nil {
 			return err
 		}
@@ -264,16 +342,16 @@ func (s *KVStore) PutSecret(ctx context.Context, digest string, sec *Secret) err
 			return fmt.Errorf("proxy: write the state: %w", err)
 		}
 	}
-	return put(ctx, s.kv, keySecret+digest, sec, s.until(sec.Expires, margin))
+	return put(ctx, s, keySecret+digest, sec, s.until(sec.Expires, margin))
 }
 
 func (s *KVStore) GetSecret(ctx context.Context, digest string) (*Secret, error) {
-	return get[Secret](ctx, s.kv, keySecret+digest)
+	return get[Secret](ctx, s, keySecret+digest)
 }
 
 // UseSecret marks the secret used in one atomic update; the first caller sees Used false.
 func (s *KVStore) UseSecret(ctx context.Context, digest string) (*Secret, error) {
-	before, _, err := update(ctx, s.kv, keySecret+digest, func(sec *Secret) error {
+	before, _, err := update(ctx, s, keySecret+digest, func(sec *Secret) error {
 		sec.Used = true
 		return nil
 	})
@@ -288,11 +366,11 @@ func (s *KVStore) DeleteSecret(ctx context.Context, digest string) error {
 }
 
 func (s *KVStore) GetUpstreamClient(ctx context.Context, issuer, redirectURI string) (*UpstreamClient, error) {
-	return get[UpstreamClient](ctx, s.kv, keyUpstream+hashKey(issuer, redirectURI))
+	return get[UpstreamClient](ctx, s, keyUpstream+hashKey(issuer, redirectURI))
 }
 
 func (s *KVStore) PutUpstreamClient(ctx context.Context, c *UpstreamClient) error {
-	return put(ctx, s.kv, keyUpstream+hashKey(c.Issuer, c.RedirectURI), c, 0)
+	return put(ctx, s, keyUpstream+hashKey(c.Issuer, c.RedirectURI), c, 0)
 }
 
 func (s *KVStore) DeleteUpstreamClient(ctx context.Context, issuer, redirectURI string) error {
@@ -303,7 +381,8 @@ func (s *KVStore) DeleteUpstreamClient(ctx context.Context, issuer, redirectURI 
 }
 
 // Sweep drops the grants that nothing live refers to: an active grant without a live access
-// or refresh token, an inactive one without a live, unused code. Requests and secrets expire
+// or refresh token, an inactive one without a live, unused code; and those that fail their
+// authentication. Requests and secrets expire
 // by themselves. Grants younger than sweepGrace are spared.
 func (s *KVStore) Sweep(ctx context.Context, now time.Time) ([]*Grant, error) {
 	var ids []string
@@ -317,6 +396,14 @@ func (s *KVStore) Sweep(ctx context.Context, now time.Time) ([]*Grant, error) {
 	var dropped []*Grant
 	for _, id := range ids {
 		g, err := s.GetGrant(ctx, id)
+		if errors.Is(err, errForged) {
+			// Not this server's (or an earlier version's, without a MAC): dropped, and its card
+			// service tokens revoked when they open under the state key.
+			if g, err := s.DeleteGrant(ctx, id); err == nil {
+				dropped = append(dropped, g)
+			}
+			continue
+		}
 		if err != nil {
 			continue
 		}

@@ -3,6 +3,8 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -168,24 +170,31 @@ func TestDenyOnConsentPage(t *testing.T) {
 	}
 }
 
+// TestAuthorizeRefusals: a request whose client or redirect URI cannot be trusted gets an error
+// page; one with a bad parameter gets an error page too as long as the browser's user has not
+// allowed the client (no open redirect before consent, RFC 9700 section 4.11.2), and is sent
+// back to the client with the error once the user has.
 func TestAuthorizeRefusals(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	c := e.register("Refusals", "http://127.0.0.1:9/cb")
-	get := func(params url.Values) *http.Response {
+	noFollow := func(jar http.CookieJar) *http.Client {
+		return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	get := func(hc *http.Client, params url.Values) (*http.Response, string) {
 		t.Helper()
-		nc := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-		resp, err := nc.Get(e.url + "/authorize?" + params.Encode())
+		resp, err := hc.Get(e.url + "/authorize?" + params.Encode())
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		return resp
+		return resp, string(body)
 	}
 	tests := []struct {
 		name   string
 		change func(v url.Values)
-		status int    // 400: an error page, never a redirect
-		errStr string // with a redirect: the error code
+		status int    // 400: an error page, never a redirect, even after consent
+		errStr string // once the user allowed the client: a redirect with this error code
 	}{
 		{"foreign redirect URI", func(v url.Values) { v.Set("redirect_uri", "https://evil.example/cb") }, 400, ""},
 		{"redirect URI of another port", func(v url.Values) { v.Set("redirect_uri", "http://127.0.0.1:10/cb") }, 400, ""},
@@ -196,12 +205,30 @@ func TestAuthorizeRefusals(t *testing.T) {
 		{"no PKCE", func(v url.Values) { v.Del("code_challenge") }, 302, "invalid_request"},
 		{"plain PKCE", func(v url.Values) { v.Set("code_challenge_method", "plain") }, 302, "invalid_request"},
 		{"token response type", func(v url.Values) { v.Set("response_type", "token") }, 302, "unsupported_response_type"},
+		{"unknown response type", func(v url.Values) { v.Set("response_type", "x") }, 302, "unsupported_response_type"},
 	}
+	// Before consent: an error page for all of them, never a redirect (a fresh browser, and the
+	// browser of the user who will allow the client, before it did).
+	for _, tc := range tests {
+		for _, hc := range []*http.Client{noFollow(nil), noFollow(c.browser.Client.Jar)} {
+			ar := c.newRequest()
+			tc.change(ar.params)
+			resp, body := get(hc, ar.params)
+			if resp.StatusCode != http.StatusBadRequest || resp.Header.Get("Location") != "" {
+				t.Errorf("%s before consent: status %d, Location %q; want 400 and an error page", tc.name, resp.StatusCode, resp.Header.Get("Location"))
+			}
+			if tc.errStr != "" && !strings.Contains(body, "not allowed it yet") {
+				t.Errorf("%s before consent: the page does not say why it does not go back:\n%.400s", tc.name, body)
+			}
+		}
+	}
+	c.signIn()
+	// After consent, the same browser is sent back to the client with the error.
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ar := c.newRequest()
 			tc.change(ar.params)
-			resp := get(ar.params)
+			resp, _ := get(noFollow(c.browser.Client.Jar), ar.params)
 			if resp.StatusCode != tc.status {
 				t.Fatalf("status %d, want %d (Location %q)", resp.StatusCode, tc.status, resp.Header.Get("Location"))
 			}
@@ -213,10 +240,16 @@ func TestAuthorizeRefusals(t *testing.T) {
 			}
 		})
 	}
-	// The origin is accepted as the resource too (what clients reading the root metadata send).
+	// Another browser (no user, or a user who never allowed the client) still gets the page.
 	ar := c.newRequest()
+	ar.params.Set("response_type", "x")
+	if resp, _ := get(noFollow(nil), ar.params); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a fresh browser after someone else's consent: %d %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	// The origin is accepted as the resource too (what clients reading the root metadata send).
+	ar = c.newRequest()
 	ar.params.Set("resource", e.url+"/")
-	if resp := get(ar.params); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/consent") {
+	if resp, _ := get(noFollow(nil), ar.params); resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/consent") {
 		t.Errorf("origin as resource: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
 }
@@ -538,6 +571,67 @@ func TestSessionBelongsToItsUser(t *testing.T) {
 	}
 }
 
+// TestSessionBelongsToItsGrant: another MCP client of the same user (another grant) cannot use
+// a session it did not open; the client that opened it can.
+func TestSessionBelongsToItsGrant(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	first := e.register("First client", "http://127.0.0.1:9/cb")
+	second := e.register("Second client", "http://127.0.0.1:9/cb")
+	second.browser = first.browser // the same person, at the same browser
+	access, _ := first.signIn()
+	otherAccess, _ := second.signIn()
+	status, h, out := e.mcpCall(access, "", initBody)
+	sid := h.Get("Mcp-Session-Id")
+	if status != 200 || sid == "" {
+		t.Fatalf("initialize: %d %q", status, sid)
+	}
+	if status, _, other := e.mcpCall(otherAccess, "", listBody); status != 200 || other["user"] != out["user"] {
+		t.Fatalf("the second client is not the same user: %d %v / %v", status, other, out)
+	}
+	if status, _, out := e.mcpCall(otherAccess, sid, listBody); status != http.StatusNotFound {
+		t.Errorf("the same user's other client on the session: %d %v, want 404", status, out)
+	}
+	if !strings.Contains(e.logs.String(), "the session is not this grant's") {
+		t.Error("the refusal is not logged")
+	}
+	if status, _, _ := e.mcpCall(access, sid, listBody); status != 200 {
+		t.Errorf("the client that opened the session: %d", status)
+	}
+}
+
+// TestPrincipalStableAcrossRefresh: the principal the tools see (upstream.Client.Principal,
+// which the audit lines and the per-user limits use) is the card service's user id, with the
+// grant and the client: the same before and after the card service's token was refreshed.
+func TestPrincipalStableAcrossRefresh(t *testing.T) {
+	e := newEnv(t, envOptions{upstreamAccessTTL: 5 * time.Minute})
+	c := e.register("Refreshing", "http://127.0.0.1:9/cb")
+	access, _ := c.signIn()
+	status, _, before := e.mcpCall(access, "", listBody)
+	if status != 200 {
+		t.Fatalf("%d %v", status, before)
+	}
+	id := before["identity"].(map[string]any)
+	if id["user"] != "u_demo" || !strings.HasPrefix(id["grant"].(string), "g_") || id["client"] != c.id {
+		t.Fatalf("identity %v, want u_demo with the grant and client %s", id, c.id)
+	}
+	g, err := e.store.GetGrant(context.Background(), id["grant"].(string))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(10 * time.Minute) // past the card service's access token
+	status, _, after := e.mcpCall(access, "", listBody)
+	if status != 200 || after["user"] != "u_demo" {
+		t.Fatalf("after the card service's token expired: %d %v", status, after)
+	}
+	g2, err := e.store.GetGrant(context.Background(), g.ID)
+	if err != nil || !g2.UpstreamRefreshed.After(g.UpstreamRefreshed) {
+		t.Fatalf("the card service's token was not refreshed: %v", err)
+	}
+	if got := after["identity"]; fmt.Sprint(got) != fmt.Sprint(id) {
+		t.Errorf("identity after the refresh %v, before %v", got, id)
+	}
+}
+
 func TestStateSurvivesRestartAndKeyChange(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	c := e.register("Restart", "http://127.0.0.1:9/cb")
@@ -683,7 +777,7 @@ func TestImportStateFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := ImportStateFile(ctx, e.dir, kv); err != nil || n == 0 {
+	if n, err := ImportStateFile(ctx, e.dir, kv, e.key); err != nil || n == 0 {
 		t.Fatalf("import: %d %v", n, err)
 	}
 	kv.Close()

@@ -22,20 +22,14 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
-// Principal is who an MCP request acts for.
-type Principal struct {
-	UserID   string // the card service's user
-	ClientID string // the MCP client (proxy mode)
-	GrantID  string // the grant (proxy mode)
-}
-
-type principalKey struct{}
+// Principal is who an MCP request acts for: the card service's user and, in proxy mode, the
+// grant and the MCP client. It travels in the request's context as the upstream.Identity that
+// upstream.Client.Identity and Principal read, so that the tools, the audit lines and the
+// per-user limits all know the user by the card service's user id.
+type Principal = upstream.Identity
 
 // PrincipalFrom returns the principal of an authenticated request's context.
-func PrincipalFrom(ctx context.Context) *Principal {
-	p, _ := ctx.Value(principalKey{}).(*Principal)
-	return p
-}
+func PrincipalFrom(ctx context.Context) *Principal { return upstream.IdentityFrom(ctx) }
 
 // requestState is what a request learns while it is served: whether its authorization
 // ended (the card service refused the token for good).
@@ -52,7 +46,7 @@ type requestStateKey struct{}
 func HTTPContext(ctx context.Context, r *http.Request) context.Context {
 	rc := r.Context()
 	if p := PrincipalFrom(rc); p != nil {
-		ctx = context.WithValue(ctx, principalKey{}, p)
+		ctx = upstream.WithIdentity(ctx, p)
 	}
 	if ts := upstream.TokenSourceFrom(rc); ts != nil {
 		ctx = upstream.WithTokenSource(ctx, ts)
@@ -151,15 +145,16 @@ func (rs *resourceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	owned := true
 	if sid != "" {
 		var err error
-		if owned, err = rs.sessions.owned(r.Context(), sid, p.UserID); err != nil {
+		if owned, err = rs.sessions.owned(r.Context(), sid, sessionOwner(p)); err != nil {
 			rs.log.Error("mcp request refused: the session could not be checked", "err", err)
 			rs.challenge(w, r, &authFailure{status: http.StatusServiceUnavailable, token: true, reason: "The session could not be checked; try again."})
 			return
 		}
 	}
 	if !owned {
-		// Unknown, or another user's: the same answer, so that session ids cannot be probed.
-		rs.log.Warn("mcp request refused: the session is not this user's", "session", sessionTag(sid), "client_id", p.ClientID)
+		// Unknown, or another grant's (another user's, or another MCP client's of the same
+		// user): the same answer, so that session ids cannot be probed.
+		rs.log.Warn("mcp request refused: the session is not this grant's", "session", sessionTag(sid), "user", p.UserID, "grant", p.GrantID, "client_id", p.ClientID)
 		writeJSONRPCError(w, http.StatusNotFound, "Session not found")
 		return
 	}
@@ -170,10 +165,10 @@ func (rs *resourceServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if ps, ok := ts.(*passthroughSource); ok {
 		ps.state = st
 	}
-	ctx := context.WithValue(r.Context(), principalKey{}, p)
+	ctx := upstream.WithIdentity(r.Context(), p)
 	ctx = upstream.WithTokenSource(ctx, ts)
 	ctx = context.WithValue(ctx, requestStateKey{}, st)
-	rw := &responseWriter{ResponseWriter: w, rs: rs, r: r, state: st, user: p.UserID, sid: sid}
+	rw := &responseWriter{ResponseWriter: w, rs: rs, r: r, state: st, owner: sessionOwner(p), sid: sid}
 	rs.next.ServeHTTP(rw, r.WithContext(ctx))
 	if r.Method == http.MethodDelete && sid != "" && rw.status/100 == 2 {
 		if err := rs.sessions.forget(context.WithoutCancel(r.Context()), sid); err != nil {
@@ -227,7 +222,7 @@ type responseWriter struct {
 	rs      *resourceServer
 	r       *http.Request
 	state   *requestState
-	user    string
+	owner   string // sessionOwner of the request's principal
 	sid     string
 	status  int
 	swallow bool
@@ -249,7 +244,7 @@ func (w *responseWriter) WriteHeader(status int) {
 	}
 	w.status = status
 	if id := w.Header().Get("Mcp-Session-Id"); id != "" && id != w.sid && status/100 == 2 {
-		if err := w.rs.sessions.own(context.WithoutCancel(w.r.Context()), id, w.user); err != nil {
+		if err := w.rs.sessions.own(context.WithoutCancel(w.r.Context()), id, w.owner); err != nil {
 			// The session cannot be bound to its user: refuse it rather than open it unbound.
 			w.rs.log.Error("a new session could not be recorded", "err", err)
 			w.status = http.StatusServiceUnavailable
@@ -288,7 +283,17 @@ func (w *responseWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (w *responseWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// sessionOwners binds MCP session ids to the user who opened them, in the KV shared by every
+// sessionOwner is who a session belongs to: the grant that opened it in proxy mode (one user's
+// one MCP client: another client of the same user has another grant), the user in passthrough
+// mode (where the card service's tokens tell users apart, not clients).
+func sessionOwner(p *Principal) string {
+	if p.GrantID != "" {
+		return "grant:" + p.GrantID + "\x00" + p.UserID
+	}
+	return p.UserID
+}
+
+// sessionOwners binds MCP session ids to the grant (or user) that opened them, in the KV shared by every
 // replica; a binding idle longer than the session idle time (plus a margin) expires, as the
 // MCP server drops the sessions.
 type sessionOwners struct {
@@ -301,14 +306,14 @@ func newSessionOwners(kv store.KV, idle time.Duration) *sessionOwners {
 	return &sessionOwners{kv: kv, idle: idle + time.Minute, toucher: &store.Toucher{KV: kv, Every: idle / 10}}
 }
 
-// own binds a new session to user; a session already bound keeps its user.
-func (so *sessionOwners) own(ctx context.Context, sid, user string) error {
-	_, err := so.kv.Create(ctx, keySession+hashKey(sid), []byte(user), so.idle)
+// own binds a new session to owner; a session already bound keeps its owner.
+func (so *sessionOwners) own(ctx context.Context, sid, owner string) error {
+	_, err := so.kv.Create(ctx, keySession+hashKey(sid), []byte(owner), so.idle)
 	return err
 }
 
-// owned reports whether sid is a known session of user, and keeps the binding alive.
-func (so *sessionOwners) owned(ctx context.Context, sid, user string) (bool, error) {
+// owned reports whether sid is a known session of owner, and keeps the binding alive.
+func (so *sessionOwners) owned(ctx context.Context, sid, owner string) (bool, error) {
 	key := keySession + hashKey(sid)
 	v, err := so.kv.Get(ctx, key)
 	if errors.Is(err, store.ErrNotFound) {
@@ -317,7 +322,7 @@ func (so *sessionOwners) owned(ctx context.Context, sid, user string) (bool, err
 	if err != nil {
 		return false, err
 	}
-	if string(v) != user {
+	if string(v) != owner {
 		return false, nil
 	}
 	if err := so.toucher.Touch(ctx, key, so.idle); err != nil && !errors.Is(err, store.ErrNotFound) {

@@ -84,25 +84,49 @@ func decodeKey(s string) ([]byte, error) {
 }
 
 // keys are the keys derived from the state key: one seals the card service's tokens
-// (AES-256-GCM), one signs cookies and CSRF tokens (HMAC-SHA-256).
+// (AES-256-GCM), one signs cookies and CSRF tokens, one authenticates the records that grant
+// access (HMAC-SHA-256 both). The keys derived from previous state keys still open, and
+// verify, what was sealed or signed before a rotation; everything new is under the current key.
 type keys struct {
-	aead cipher.AEAD
-	mac  []byte
+	cur  *derived
+	prev []*derived
 }
 
-func deriveKeys(stateKey []byte) (*keys, error) {
+type derived struct {
+	aead   cipher.AEAD
+	mac    []byte // cookies and CSRF tokens
+	record []byte // records of the store (recordMAC)
+}
+
+func deriveKeys(stateKey []byte, previous ...[]byte) (*keys, error) {
+	cur, err := derive(stateKey)
+	if err != nil {
+		return nil, err
+	}
+	k := &keys{cur: cur}
+	for _, p := range previous {
+		d, err := derive(p)
+		if err != nil {
+			return nil, fmt.Errorf("proxy: a previous state key: %w", err)
+		}
+		k.prev = append(k.prev, d)
+	}
+	return k, nil
+}
+
+func derive(stateKey []byte) (*derived, error) {
 	if len(stateKey) != KeySize {
 		return nil, fmt.Errorf("proxy: the state key must be %d bytes", KeySize)
 	}
-	sealKey, err := hkdf.Key(sha256.New, stateKey, nil, "cardwriter-mcp proxy seal v1", 32)
-	if err != nil {
-		return nil, err
+	var sub [3][]byte
+	for i, info := range []string{"cardwriter-mcp proxy seal v1", "cardwriter-mcp proxy cookie v1", "cardwriter-mcp proxy record v1"} {
+		k, err := hkdf.Key(sha256.New, stateKey, nil, info, 32)
+		if err != nil {
+			return nil, err
+		}
+		sub[i] = k
 	}
-	macKey, err := hkdf.Key(sha256.New, stateKey, nil, "cardwriter-mcp proxy cookie v1", 32)
-	if err != nil {
-		return nil, err
-	}
-	block, err := aes.NewCipher(sealKey)
+	block, err := aes.NewCipher(sub[0])
 	if err != nil {
 		return nil, err
 	}
@@ -110,15 +134,19 @@ func deriveKeys(stateKey []byte) (*keys, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &keys{aead: aead, mac: macKey}, nil
+	return &derived{aead: aead, mac: sub[1], record: sub[2]}, nil
 }
+
+// all returns the current keys, then the previous ones.
+func (k *keys) all() []*derived { return append([]*derived{k.cur}, k.prev...) }
 
 // seal encrypts plain, bound to context (the record it belongs to): base64url(nonce ||
 // ciphertext).
 func (k *keys) seal(plain []byte, context string) string {
-	nonce := make([]byte, k.aead.NonceSize())
+	aead := k.cur.aead
+	nonce := make([]byte, aead.NonceSize())
 	_, _ = rand.Read(nonce)
-	out := k.aead.Seal(nonce, nonce, plain, []byte(context))
+	out := aead.Seal(nonce, nonce, plain, []byte(context))
 	return base64.RawURLEncoding.EncodeToString(out)
 }
 
@@ -126,22 +154,26 @@ func (k *keys) seal(plain []byte, context string) string {
 // record, or damaged).
 var errSealed = errors.New("the sealed value cannot be opened with this state key")
 
+// open decrypts what seal made, under the current key or a previous one.
 func (k *keys) open(sealed, context string) ([]byte, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(sealed)
-	if err != nil || len(raw) < k.aead.NonceSize() {
-		return nil, errSealed
-	}
-	n := k.aead.NonceSize()
-	plain, err := k.aead.Open(nil, raw[:n], raw[n:], []byte(context))
 	if err != nil {
 		return nil, errSealed
 	}
-	return plain, nil
+	for _, d := range k.all() {
+		n := d.aead.NonceSize()
+		if len(raw) < n {
+			return nil, errSealed
+		}
+		if plain, err := d.aead.Open(nil, raw[:n], raw[n:], []byte(context)); err == nil {
+			return plain, nil
+		}
+	}
+	return nil, errSealed
 }
 
-// sign returns the HMAC of the parts, base64url.
-func (k *keys) sign(parts ...string) string {
-	m := hmac.New(sha256.New, k.mac)
+func hmacOf(key []byte, parts ...string) string {
+	m := hmac.New(sha256.New, key)
 	for _, p := range parts {
 		m.Write([]byte(p))
 		m.Write([]byte{0})
@@ -149,8 +181,38 @@ func (k *keys) sign(parts ...string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
+// sign returns the HMAC of the parts, base64url.
+func (k *keys) sign(parts ...string) string { return hmacOf(k.cur.mac, parts...) }
+
+// verify checks what sign made, under the current key or a previous one.
 func (k *keys) verify(got string, parts ...string) bool {
-	return got != "" && hmac.Equal([]byte(got), []byte(k.sign(parts...)))
+	if got == "" {
+		return false
+	}
+	for _, d := range k.all() {
+		if hmac.Equal([]byte(got), []byte(hmacOf(d.mac, parts...))) {
+			return true
+		}
+	}
+	return false
+}
+
+// recordMAC authenticates a record of the store: its key and its JSON (without its MAC).
+func (k *keys) recordMAC(key string, raw []byte) string {
+	return hmacOf(k.cur.record, key, string(raw))
+}
+
+// verifyRecord checks what recordMAC made, under the current key or a previous one.
+func (k *keys) verifyRecord(got, key string, raw []byte) bool {
+	if got == "" {
+		return false
+	}
+	for _, d := range k.all() {
+		if hmac.Equal([]byte(got), []byte(hmacOf(d.record, key, string(raw)))) {
+			return true
+		}
+	}
+	return false
 }
 
 // newID returns a short random identifier (not a secret) after prefix.

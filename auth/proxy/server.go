@@ -42,8 +42,6 @@ const (
 	registerPath     = "/register"
 	tokenPath        = "/token"
 	revokePath       = "/revoke"
-	maxClients       = 10000 // registered clients kept at once
-	maxRequests      = 10000 // authorization requests in progress at once
 	sweepInterval    = time.Minute
 	upstreamLeeway   = 30 * time.Second // the card service's access token is refreshed this long before it expires
 	userCookieTTL    = 30 * 24 * time.Hour
@@ -67,7 +65,10 @@ type Options struct {
 	// KV keeps the proxy's state (clients, consents, requests, grants with sealed card service
 	// tokens, digests of codes and tokens, session owners); required. Replicas share one.
 	KV  store.KV
-	Key []byte // the state key (KeySize bytes): seals the card service's tokens, signs cookies
+	Key []byte // the state key (KeySize bytes): seals the card service's tokens, signs cookies, authenticates records
+	// PreviousKeys are state keys of before a rotation: what they sealed or signed is still
+	// read (and re-sealed under Key when next written); nothing new is made with them.
+	PreviousKeys [][]byte
 
 	AccessTokenTTL  time.Duration // of the proxy's access tokens; default 1h, capped by the card service's grant
 	RefreshTokenTTL time.Duration // of a refresh token, renewed at every rotation; default 30 days
@@ -87,6 +88,16 @@ type Options struct {
 	// lets it reach them (tests only).
 	MetadataHTTPClient   *http.Client
 	AllowPrivateMetadata bool
+	// The bounds of what callers who have not signed in can make the server keep: authorization
+	// requests in progress and registered clients, server-wide and per source address (a
+	// source's oldest entries are evicted by its newer ones), and how long a registration not
+	// used to sign in lives. Defaults: DefaultMaxPending and the other Default* constants.
+	MaxPending, MaxPendingPerSource int
+	MaxClients, MaxClientsPerSource int
+	UnusedClientTTL                 time.Duration
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names a request's source
+	// address; without them (the default) the source is the remote address.
+	TrustedProxies []netip.Prefix
 	// OnSignIn, when set, is told how each return from the card service's sign-in ended:
 	// "ok", "denied" or "failed" (for metrics).
 	OnSignIn func(outcome string)
@@ -124,7 +135,7 @@ func New(opts Options) (*Server, error) {
 	if opts.KV == nil {
 		return nil, errors.New("proxy: a store is required")
 	}
-	k, err := deriveKeys(opts.Key)
+	k, err := deriveKeys(opts.Key, opts.PreviousKeys...)
 	if err != nil {
 		return nil, err
 	}
@@ -134,12 +145,27 @@ func New(opts Options) (*Server, error) {
 	}{
 		{&opts.AccessTokenTTL, DefaultAccessTokenTTL}, {&opts.RefreshTokenTTL, DefaultRefreshTokenTTL},
 		{&opts.CodeTTL, DefaultCodeTTL}, {&opts.RequestTTL, DefaultRequestTTL}, {&opts.SessionIdleTTL, DefaultSessionIdleTTL},
+		{&opts.UnusedClientTTL, DefaultUnusedClientTTL},
 	} {
 		if *d.v < 0 {
 			return nil, errors.New("proxy: lifetimes must not be negative")
 		}
 		if *d.v == 0 {
 			*d.v = d.def
+		}
+	}
+	for _, b := range []struct {
+		v   *int
+		def int
+	}{
+		{&opts.MaxPending, DefaultMaxPending}, {&opts.MaxPendingPerSource, DefaultMaxPendingPerSource},
+		{&opts.MaxClients, DefaultMaxClients}, {&opts.MaxClientsPerSource, DefaultMaxClientsPerSource},
+	} {
+		if *b.v < 0 {
+			return nil, errors.New("proxy: bounds must not be negative")
+		}
+		if *b.v == 0 {
+			*b.v = b.def
 		}
 	}
 	if opts.HTTPClient == nil {
@@ -157,6 +183,15 @@ func New(opts Options) (*Server, error) {
 	}
 	st := NewKVStore(opts.KV)
 	st.now = opts.Now
+	st.keys = k
+	st.onForged = func(key string, noMAC bool) {
+		why := "its MAC does not match: written without the state key, moved, or damaged"
+		if noMAC {
+			why = "it has no MAC: written by an earlier version, or not by this server"
+		}
+		opts.Logger.Error("proxy: a record of the store failed its authentication under the state key and was refused",
+			"record", recordKind(key), "tag", sessionTag(key), "why", why)
+	}
 	s := &Server{
 		opts: opts, issuer: pub, resource: pub + MCPPath, keys: k, store: st,
 		log: opts.Logger, now: opts.Now, secure: strings.HasPrefix(pub, "https://"),

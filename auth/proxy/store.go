@@ -72,6 +72,10 @@ type Client struct {
 	GrantTypes   []string  `json:"grantTypes"`
 	Scope        string    `json:"scope,omitempty"` // registered scope; "" = any supported scope
 	IssuedAt     time.Time `json:"issuedAt"`
+	// Unused is true from the registration until a sign-in with the client completes; an
+	// unused client expires at Expires.
+	Unused  bool      `json:"unused,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // Consent is a user's permission for a client to be sent authorizations at a redirect URI.
@@ -81,6 +85,7 @@ type Consent struct {
 	RedirectURI string    `json:"redirectUri"`
 	Scope       string    `json:"scope"`
 	Granted     time.Time `json:"granted"`
+	MAC         string    `json:"mac,omitempty"` // under the state key, bound to the record's key
 }
 
 // AuthRequest is an authorization request of an MCP client, validated at /authorize, from the
@@ -104,6 +109,7 @@ type AuthRequest struct {
 	RememberedFor string `json:"rememberedFor,omitempty"`
 	// Upstream is the sealed PKCE verifier of the card service leg, once it started.
 	Upstream string `json:"upstream,omitempty"`
+	MAC      string `json:"mac,omitempty"` // under the state key, bound to the record's key
 }
 
 // Grant is what one authorization gave one MCP client: the user, the scope, the resource,
@@ -123,6 +129,7 @@ type Grant struct {
 	UpstreamExpiry      time.Time `json:"upstreamExpiry,omitzero"` // of the card service's access token; zero = not known
 	UpstreamRefreshable bool      `json:"upstreamRefreshable"`     // the card service issued a refresh token
 	UpstreamRefreshed   time.Time `json:"upstreamRefreshed,omitzero"`
+	MAC                 string    `json:"mac,omitempty"` // under the state key, bound to the record's key
 }
 
 // Secret kinds.
@@ -146,6 +153,7 @@ type Secret struct {
 	Challenge   string    `json:"challenge,omitempty"`   // code
 	Expires     time.Time `json:"expires"`
 	Used        bool      `json:"used,omitempty"` // code and state: presented; refresh: rotated
+	MAC         string    `json:"mac,omitempty"`  // under the state key, bound to the record's key
 }
 
 // UpstreamClient is the proxy's registration at the card service's authorization server.

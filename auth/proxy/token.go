@@ -50,30 +50,46 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if s.clientCount(r.Context()) >= maxClients {
+	if s.clientCount(r.Context()) >= s.opts.MaxClients {
 		writeOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "This server holds as many clients as it can.")
 		return
 	}
-	c := &Client{ID: newID("mcpc_"), Name: name, RedirectURIs: slices.Clone(in.RedirectURIs), GrantTypes: kept, Scope: scope, IssuedAt: s.now().UTC()}
+	now := s.now()
+	c := &Client{ID: newID("mcpc_"), Name: name, RedirectURIs: slices.Clone(in.RedirectURIs), GrantTypes: kept, Scope: scope, IssuedAt: now.UTC(),
+		Unused: true, Expires: now.Add(s.opts.UnusedClientTTL).UTC()}
 	if err := s.store.CreateClient(ctx, c); err != nil {
 		s.log.Error("proxy: store a client", "err", err)
 		writeOAuthError(w, http.StatusInternalServerError, "server_error", "The registration could not be stored.")
 		return
+	}
+	// The source's registrations not used to sign in are bounded: its oldest ones make room.
+	evicted, err := s.store.Admit(ctx, keySourceClients, s.source(r), c.ID, c.Expires, s.opts.MaxClientsPerSource)
+	if err != nil {
+		s.log.Warn("proxy: count a source's registrations", "err", err)
+	}
+	for _, id := range evicted {
+		if err := s.store.DropUnusedClient(ctx, id); err != nil {
+			s.log.Warn("proxy: drop an unused registration", "err", err)
+		}
+	}
+	if len(evicted) > 0 {
+		s.log.Info("unused registrations of the same source dropped", "count", len(evicted))
 	}
 	s.log.Info("client registered", "client_id", c.ID, "client_name", c.Name)
 	writeJSON(w, http.StatusCreated, oauthserver.RegisteredClient{ID: c.ID, IssuedAt: c.IssuedAt.Unix(), Name: c.Name,
 		RedirectURIs: c.RedirectURIs, GrantTypes: c.GrantTypes, Scope: c.Scope}.Response())
 }
 
-// clientCount is the number of registered clients, counted up to maxClients.
+// clientCount is the number of registered clients, counted up to Options.MaxClients.
 func (s *Server) clientCount(ctx context.Context) int {
-	n, _ := s.store.CountClients(ctx, maxClients)
+	n, _ := s.store.CountClients(ctx, s.opts.MaxClients)
 	return n
 }
 
-// requestCount is the number of authorization requests in progress, counted up to maxRequests.
+// requestCount is the number of authorization requests in progress, counted up to
+// Options.MaxPending.
 func (s *Server) requestCount(ctx context.Context) int {
-	n, _ := s.store.CountRequests(ctx, maxRequests)
+	n, _ := s.store.CountRequests(ctx, s.opts.MaxPending)
 	return n
 }
 

@@ -23,11 +23,14 @@ type doctorCheck struct {
 
 // runDoctor checks a user's setup in one go and says what to fix: the config directory, the
 // saved sign-in and its expiry, the card service reachable, the token accepted, a --contract
-// file, or the sandbox with --sandbox. It exits 1 when a check fails.
+// file, or the sandbox with --sandbox; with --public-url, the HTTP server's state key. It
+// exits 1 when a check fails.
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("doctor", "doctor [--api-host URL | --sandbox] [--contract FILE]", stderr)
 	var f serverFlags
 	f.register(fs)
+	var af httpAuthFlags // the HTTP server's state key, checked when --public-url is given
+	af.registerKeys(fs)
 	f.savedGrant = true // the setup of the person who runs it: their saved sign-in
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
@@ -44,6 +47,9 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		add(doctorCheck{name: "config directory", result: fmt.Sprintf("%s takes no writes: %v", dir, err), fix: "make it writable, or set CARDWRITER_CONFIG_DIR"})
 	} else {
 		add(doctorCheck{name: "config directory", result: dir, ok: true})
+	}
+	if c, ok := af.keyCheck(); ok {
+		add(c)
 	}
 	if f.contract != "" {
 		if _, err := loadContract(f.contract); err != nil {

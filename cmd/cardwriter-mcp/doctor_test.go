@@ -44,6 +44,10 @@ func TestDoctor(t *testing.T) {
 		{"a token the service refuses", []string{"--api-host", host}, []string{"CARDWRITER_TOKEN=wrong"}, 1, []string{"ok   card service", "FAIL token", "refused"}},
 		{"a token it takes", []string{"--api-host", host}, []string{"CARDWRITER_TOKEN=" + token}, 0, []string{"ok   token", "All checks passed."}},
 		{"no address", nil, nil, 1, []string{"FAIL card service", "--sandbox"}},
+		{"a public URL without a state key", []string{"--sandbox", "--public-url", "https://mcp.example.com"}, nil, 1,
+			[]string{"FAIL state key", "outside the state directory", "CARDWRITER_STATE_KEY"}},
+		{"a public URL with a state key", []string{"--sandbox", "--public-url", "https://mcp.example.com"},
+			[]string{"CARDWRITER_STATE_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}, 0, []string{"ok   state key", "outside the state directory"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

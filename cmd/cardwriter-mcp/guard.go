@@ -20,6 +20,7 @@ type guard struct {
 	allowedOrigins []string // exact origins, e.g. https://app.example.com
 	allowedHosts   []string // host or host:port values accepted in the Host header
 	loopback       bool     // the server listens on a loopback address
+	public         bool     // deployed on a non-loopback --public-url: loopback origins are not allowed
 	maxBody        int64
 	logger         *slog.Logger
 	next           http.Handler
@@ -71,13 +72,15 @@ func (g *guard) hostAllowed(host string) bool {
 	return len(g.allowedHosts) == 0
 }
 
-// originAllowed accepts origins listed in allowedOrigins and loopback origins.
+// originAllowed accepts origins listed in allowedOrigins, and loopback origins unless the
+// server is deployed on a public URL (where a page on the user's own machine is no more
+// trusted than any other site).
 func (g *guard) originAllowed(origin string) bool {
 	if slices.ContainsFunc(g.allowedOrigins, func(a string) bool { return strings.EqualFold(a, origin) }) {
 		return true
 	}
 	u, err := url.Parse(origin)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+	if g.public || err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
 	}
 	return isLoopbackName(u.Hostname())
@@ -92,6 +95,11 @@ func (g *guard) refuse(w http.ResponseWriter, r *http.Request, status int, messa
 		"jsonrpc": "2.0", "id": nil,
 		"error": map[string]any{"code": -32600, "message": message},
 	})
+}
+
+// deployedPublic reports whether --public-url names a host other than a loopback one.
+func deployedPublic(publicURL string) bool {
+	return publicURL != "" && !isLoopbackName(hostname(publicURL))
 }
 
 // isLoopbackName reports whether a host name (no port) is localhost or a loopback address.

@@ -31,7 +31,7 @@ import (
 // MCP sessions and their events): --store when set (Redis for several replicas); else the
 // embedded file in the state directory, into which an earlier version's files are imported;
 // memory only beside an in-memory sandbox, whose cards a restart loses anyway.
-func openStore(ctx context.Context, spec string, f *serverFlags, af *httpAuthFlags, logger *slog.Logger) (store.KV, error) {
+func openStore(ctx context.Context, spec string, f *serverFlags, af *httpAuthFlags, mode, pub string, logger *slog.Logger) (store.KV, error) {
 	if spec == "" && f.sandbox && f.sandboxData == "" {
 		return store.NewMemory(), nil
 	}
@@ -49,7 +49,15 @@ func openStore(ctx context.Context, spec string, f *serverFlags, af *httpAuthFla
 	if dir == "" {
 		return kv, nil
 	}
-	n, err := proxy.ImportStateFile(ctx, dir, kv)
+	var n int
+	if _, serr := os.Stat(filepath.Join(dir, proxy.StateFile)); serr == nil && mode == authProxy {
+		// An earlier version's proxy state: its grants are authenticated under the state key
+		// as they are moved.
+		var key []byte
+		if key, _, err = af.stateKeys(pub, dir, logger); err == nil {
+			n, err = proxy.ImportStateFile(ctx, dir, kv, key)
+		}
+	}
 	if err == nil {
 		var m int
 		m, err = aside.ImportDir(ctx, filepath.Join(dir, "aside"), aside.NewKV(kv))
@@ -78,7 +86,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	var f serverFlags
 	f.register(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; the MCP endpoint is /mcp")
-	origins := fs.String("allowed-origins", "", "comma-separated extra Origins allowed to call /mcp (loopback origins always are)")
+	origins := fs.String("allowed-origins", "", "comma-separated extra Origins allowed to call /mcp (loopback origins are too, unless --public-url is a non-loopback one)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated Host header values accepted besides loopback names (needed behind a proxy; the --public-url host always is)")
 	maxBody := fs.Int64("max-body-bytes", defaultMaxBody(), "largest MCP request body accepted, in bytes")
 	idle := fs.Duration("session-idle-ttl", 30*time.Minute, "end MCP sessions idle this long")
@@ -111,8 +119,8 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if *storeSpec != "" && mode == authProxy && af.stateKey == "" {
-		return errors.New("--store redis://... is for several replicas, which must seal tokens with one key: set --state-key (or CARDWRITER_STATE_KEY) to the same value on each")
+	if *storeSpec != "" && mode == authProxy && af.stateKey == "" && af.keyFile == "" {
+		return errors.New("--store redis://... is for several replicas, which must seal tokens with one key: set --state-key (or CARDWRITER_STATE_KEY) or --state-key-file to the same key on each")
 	}
 	tp, stopTracing, err := setupTracing(ctx)
 	if err != nil {
@@ -168,7 +176,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	kv, err := openStore(ctx, *storeSpec, &f, &af, setupLogger)
+	kv, err := openStore(ctx, *storeSpec, &f, &af, mode, pub, setupLogger)
 	if err != nil {
 		return err
 	}
@@ -229,7 +237,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	g := &guard{
 		allowedOrigins: allowedOrigins, allowedHosts: allowedHosts,
-		loopback: loopback, maxBody: *maxBody, logger: b.logger, next: az.protect(sess.Gate(streamable)),
+		loopback: loopback, public: deployedPublic(af.publicURL), maxBody: *maxBody, logger: b.logger, next: az.protect(sess.Gate(streamable)),
 	}
 	mux := http.NewServeMux()
 	mux.Handle(proxy.MCPPath, g)

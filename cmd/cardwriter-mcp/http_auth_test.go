@@ -536,7 +536,7 @@ func TestHTTPProxySessionOwner(t *testing.T) {
 	if me := call(ctx, t, csB, "whoami", map[string]any{}, false); me["userId"] != bea {
 		t.Errorf("B's own session after the refusals: %v", me)
 	}
-	if !strings.Contains(srv.logs.String(), "the session is not this user's") {
+	if !strings.Contains(srv.logs.String(), "the session is not this grant's") {
 		t.Error("the server's logs do not record the refused session use")
 	}
 }
@@ -720,6 +720,8 @@ func TestHTTPAuthCommandLine(t *testing.T) {
 		{"public URL with a path", []string{"http", "--api-host", "http://127.0.0.1:1", "--public-url", "https://mcp.example.com/x"}, "origin"},
 		{"bad state key", []string{"http", "--addr", "127.0.0.1:0", "--api-host", "http://127.0.0.1:1", "--state-key", "c2hvcnQ=", "--state-dir", t.TempDir()}, "state key"},
 		{"help lists the auth flags", []string{"http", "--help"}, "CARDWRITER_STATE_KEY"},
+		{"bad trusted proxy", []string{"http", "--addr", "127.0.0.1:0", "--api-host", "http://127.0.0.1:1", "--trusted-proxies", "10.0.0.0/8,nope", "--state-dir", t.TempDir()}, "--trusted-proxies"},
+		{"public URL without a state key from outside", []string{"http", "--addr", "127.0.0.1:0", "--api-host", "http://127.0.0.1:1", "--public-url", "https://mcp.example.com", "--state-dir", t.TempDir()}, "needs a state key kept outside the state directory"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -58,6 +57,7 @@ type Client struct {
 	limiter   *limiter                             // nil: no limits
 	observer  Observer                             // nil: none
 	tracer    trace.Tracer                         // nil: no tracing
+	users     *knownUsers                          // the user of each token GET /me named
 	table     *schema.Table
 	// sleep waits between attempts; tests replace it to record the delays instead.
 	sleep func(ctx context.Context, d time.Duration) error
@@ -170,6 +170,7 @@ func New(apiHost string, ts TokenSource, opts ...Option) (*Client, error) {
 		table:     o.table,
 		observer:  o.observer,
 		tokenOf:   ts.Token,
+		users:     &knownUsers{},
 		sleep:     sleepCtx,
 	}
 	if o.limits != nil {
@@ -184,17 +185,6 @@ func New(apiHost string, ts TokenSource, opts ...Option) (*Client, error) {
 		CheckRedirect: c.checkRedirect,
 	}
 	return c, nil
-}
-
-// Principal names who the call in ctx acts for without revealing it: "token:" and the first
-// 12 hex digits of the SHA-256 of the access token, or "unknown" when there is none.
-func (c *Client) Principal(ctx context.Context) string {
-	token, err := c.tokenOf(ctx)
-	if err != nil || token == "" {
-		return "unknown"
-	}
-	sum := sha256.Sum256([]byte(token))
-	return "token:" + hex.EncodeToString(sum[:6])
 }
 
 // BaseURL returns the base address of the open API, {api_host}/open/v1.
@@ -245,7 +235,7 @@ func (c *Client) Call(ctx context.Context, operationID string, params map[string
 	if c.limiter != nil {
 		token, err := c.tokenOf(ctx)
 		if err == nil { // without a token the call fails below, with the token source's error
-			release, err := c.limiter.acquire(ctx, op.ID, token)
+			release, err := c.limiter.acquire(ctx, op.ID, c.limitKey(ctx, token))
 			if err != nil {
 				return err
 			}

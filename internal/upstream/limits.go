@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"math"
 	"net/http"
@@ -24,8 +23,9 @@ type Limits struct {
 	Wait            time.Duration // how long a call waits for a free slot before it fails; 0: 1 s
 }
 
-// WithLimits makes the client apply l to its calls; a user is told apart by the access token
-// the call carries (only a digest of it is kept).
+// WithLimits makes the client apply l to its calls; a user is told apart by the card service's
+// user id (the identity in the call's context, or the user GET /me named for its token), and
+// only until that is known by a digest of the access token.
 func WithLimits(l Limits) Option { return func(o *options) { o.limits = &l } }
 
 // limiter applies Limits.
@@ -34,7 +34,7 @@ type limiter struct {
 	total chan struct{} // nil: no total limit
 
 	mu    sync.Mutex
-	users map[[16]byte]*userLimit
+	users map[string]*userLimit
 }
 
 type userLimit struct {
@@ -50,19 +50,16 @@ func newLimiter(l Limits) *limiter {
 	if l.UserBurst <= 0 {
 		l.UserBurst = max(1, int(math.Ceil(2*l.UserRate)))
 	}
-	lm := &limiter{l: l, users: map[[16]byte]*userLimit{}}
+	lm := &limiter{l: l, users: map[string]*userLimit{}}
 	if l.Concurrency > 0 {
 		lm.total = make(chan struct{}, l.Concurrency)
 	}
 	return lm
 }
 
-// user returns the limits of the user of token, making them on first use (and forgetting
-// those unused for ten minutes).
-func (lm *limiter) user(token Token) *userLimit {
-	sum := sha256.Sum256([]byte(token))
-	var key [16]byte
-	copy(key[:], sum[:])
+// user returns the limits of the user named key (Client.limitKey), making them on first use
+// (and forgetting those unused for ten minutes).
+func (lm *limiter) user(key string) *userLimit {
 	lm.mu.Lock()
 	defer lm.mu.Unlock()
 	now := time.Now()
@@ -90,8 +87,8 @@ func (lm *limiter) user(token Token) *userLimit {
 
 // acquire takes what a call of op needs, or returns the *Error that refuses it; release gives
 // it back.
-func (lm *limiter) acquire(ctx context.Context, op string, token Token) (release func(), err error) {
-	u := lm.user(token)
+func (lm *limiter) acquire(ctx context.Context, op string, user string) (release func(), err error) {
+	u := lm.user(user)
 	if u.rate != nil {
 		r := u.rate.Reserve()
 		if d := r.Delay(); d > 0 {

@@ -183,7 +183,7 @@ func exportedStructs() []string {
 		if t.Kind() != reflect.Struct || t.PkgPath() != c.Elem().PkgPath() || seen[t.Name()] {
 			return
 		}
-		if t == reflect.TypeFor[upstream.Client]() || t == reflect.TypeFor[upstream.Error]() || t == reflect.TypeFor[upstream.ArgumentError]() || t == reflect.TypeFor[upstream.RetryPolicy]() || t == reflect.TypeFor[upstream.Exchange]() {
+		if t == reflect.TypeFor[upstream.Client]() || t == reflect.TypeFor[upstream.Error]() || t == reflect.TypeFor[upstream.ArgumentError]() || t == reflect.TypeFor[upstream.RetryPolicy]() || t == reflect.TypeFor[upstream.Exchange]() || t == reflect.TypeFor[upstream.Identity]() {
 			return
 		}
 		seen[t.Name()] = true
