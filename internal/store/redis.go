@@ -133,10 +133,16 @@ func (r *Redis) write(ctx context.Context, key string, fn func(c redis.Cmdable) 
 	}
 	conn := node.Conn()
 	defer conn.Close()
-	if err := fn(conn); err != nil {
-		return err
+	err := fn(conn)
+	if err == nil {
+		err = r.wait(ctx, conn)
 	}
-	return r.wait(ctx, conn)
+	if err != nil && r.cluster != nil && !errors.Is(err, redis.Nil) {
+		// The connection was the one of the primary the client last knew (it does not follow
+		// a MOVED as the cluster client's own commands do): learn the slots again.
+		r.cluster.ReloadState(ctx)
+	}
+	return err
 }
 
 // processor is a connection that runs any command (a *redis.Conn, a *redis.Tx).

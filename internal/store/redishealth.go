@@ -103,8 +103,13 @@ func (r *Redis) Observe(ctx context.Context, obs Observer) {
 		t := time.NewTicker(failoverWatch)
 		defer t.Stop()
 		for {
-			if p, err := r.Primaries(ctx); err == nil && r.health.observed(p) && obs != nil {
-				obs.StoreFailover()
+			if p, err := r.Primaries(ctx); err == nil && r.health.observed(p) {
+				if r.cluster != nil {
+					r.cluster.ReloadState(ctx)
+				}
+				if obs != nil {
+					obs.StoreFailover()
+				}
 			}
 			select {
 			case <-ctx.Done():
