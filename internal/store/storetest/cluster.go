@@ -75,4 +75,3 @@ func (c *ClusterSet) PrimaryOf(key string) *RedisServer {
 	c.t.Fatalf("the primary of %q is %s, none of the nodes", key, node.Options().Addr)
 	return nil
 }
-
