@@ -100,7 +100,9 @@ func parseRedisURL(raw string) (*redisForm, error) {
 			u += "?" + q.Encode()
 		}
 		opts, err := redis.ParseURL(u)
-		if err != nil {
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			return nil, ue.Err // url.Error repeats the URL, password and all
+		} else if err != nil {
 			return nil, err
 		}
 		f.single = opts
