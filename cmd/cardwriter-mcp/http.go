@@ -173,6 +173,14 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer kv.Close()
+	if r, ok := kv.(*store.Redis); ok {
+		// Failures and failovers of Redis, counted and shown by /readyz.
+		var o store.Observer
+		if f.metrics != nil {
+			o = f.metrics
+		}
+		r.Observe(ctx, o)
+	}
 	f.tavern.aside = aside.NewKV(kv)
 	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))
 	f.hooks = &server.Hooks{}

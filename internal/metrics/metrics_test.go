@@ -20,6 +20,8 @@ func TestLabelsBounded(t *testing.T) {
 	m.Refresh("ok")
 	m.Sessions(1)
 	m.StoreError()
+	m.StoreUnavailable("replica_wait")
+	m.StoreFailover()
 	m.Attempt("getCard", 0, time.Millisecond)
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
@@ -31,6 +33,8 @@ func TestLabelsBounded(t *testing.T) {
 		`cardwriter_upstream_retries_total{operation="getCard",reason="connection refused"} 1`,
 		`cardwriter_token_refreshes_total{outcome="ok"} 1`,
 		`cardwriter_store_errors_total 1`,
+		`cardwriter_store_unavailable_total{reason="replica_wait"} 1`,
+		`cardwriter_store_failovers_total 1`,
 		`cardwriter_upstream_requests_total{operation="getCard",status="0"} 1`,
 		`go_goroutines`,
 	} {
