@@ -201,7 +201,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.store.PutRequest(ctx, ar); err != nil {
 		s.log.Error("proxy: store an authorization request", "err", err)
-		fail("server_error", "The server could not store the request.")
+		fail(unavailableOr(err, "server_error"), "The server could not store the request.")
 		return
 	}
 	http.Redirect(w, r, consentPath+"?request="+url.QueryEscape(ar.ID), http.StatusSeeOther)
@@ -502,7 +502,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.log.Error("proxy: store a grant", "err", err)
 		s.up.revoke(ctx, toks)
-		backToClient(url.Values{"error": {"server_error"}, "error_description": {"The server could not store the authorization."}},
+		backToClient(url.Values{"error": {unavailableOr(err, "server_error")}, "error_description": {"The server could not store the authorization."}},
 			"The server could not store the authorization; the application is told so.")
 		return
 	}
