@@ -713,8 +713,13 @@ func (downKV) Create(context.Context, string, []byte, time.Duration) (bool, erro
 	return false, &store.UnavailableError{Backend: "redis test", Err: errors.New("failing over")}
 }
 
+func (downKV) Update(context.Context, string, time.Duration, func([]byte) ([]byte, error)) ([]byte, error) {
+	return nil, &store.UnavailableError{Backend: "redis test", Err: errors.New("failing over")}
+}
+
 // A registration the store cannot take while it fails over is "try again" (503
-// temporarily_unavailable), not a server error.
+// temporarily_unavailable), not a server error; so is a browser's return from the card service
+// whose state cannot be checked (not "unknown sign-in").
 func TestRegisterStoreUnavailable(t *testing.T) {
 	t.Parallel()
 	key := make([]byte, KeySize)
@@ -731,5 +736,10 @@ func TestRegisterStoreUnavailable(t *testing.T) {
 	srv.Handler().ServeHTTP(rec, req)
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), `"temporarily_unavailable"`) {
 		t.Errorf("register while the store fails over: %d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/oauth/callback?state=s&code=c", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "connect again") {
+		t.Errorf("callback while the store fails over: %d %s", rec.Code, rec.Body)
 	}
 }
