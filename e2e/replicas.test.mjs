@@ -11,9 +11,6 @@
 // installs them): skipped without them, failing under CI=true.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -23,6 +20,7 @@ import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol
 import { startCluster, waitUntil } from './lib/cluster.mjs';
 import { ScriptedProvider } from './lib/browser.mjs';
 import { assertSuccess } from './lib/harness.mjs';
+import { readmeSection } from './lib/readme.mjs';
 
 const CARD = {
   spec: 'chara_card_v2',
@@ -560,7 +558,6 @@ for (const form of ['sentinel', 'cluster']) {
   });
 }
 
-const README = join(dirname(fileURLToPath(import.meta.url)), '..', 'README.md');
 const BEGIN = '<!-- failover:begin -->';
 const END = '<!-- failover:end -->';
 
@@ -580,14 +577,6 @@ test('the README states the failover figures (UPDATE_README=1 rewrites them; fig
     row('Cluster (three primaries, a replica each)', failoverFigures.cluster),
     END,
   ].join('\n');
-  const readme = readFileSync(README, 'utf8');
-  const start = readme.indexOf(BEGIN);
-  const end = readme.indexOf(END);
-  assert.ok(start >= 0 && end > start, `README.md has no ${BEGIN} ... ${END} section`);
-  if (process.env.UPDATE_README) {
-    writeFileSync(README, readme.slice(0, start) + text + readme.slice(end + END.length));
-    return;
-  }
-  const shape = (s) => s.replace(/\d+(\.\d+)?/g, 'N');
-  assert.equal(shape(readme.slice(start, end + END.length)), shape(text), 'the README\'s failover figures are stale: rerun with UPDATE_README=1 bash e2e/run replicas.test.mjs');
+  // The figures differ from run to run; the rest (the setup, the columns) must match.
+  readmeSection(BEGIN, END, text, { normalize: (s) => s.replace(/\d+(\.\d+)?/g, 'N'), rerun: 'UPDATE_README=1 bash e2e/run replicas.test.mjs' });
 });

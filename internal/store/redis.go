@@ -55,27 +55,29 @@ func OpenRedis(rawURL string) (*Redis, error) {
 	switch {
 	case f.single != nil:
 		o := f.single
-		o.DialTimeout = min(cmp.Or(o.DialTimeout, redisDialTimeout), redisDialTimeout)
-		o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = redisIOTimeout, redisIOTimeout, redisIOTimeout
-		o.MaxRetries, o.ContextTimeoutEnabled = 1, true
+		bound(&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries, &o.ContextTimeoutEnabled)
 		r.one = redis.NewClient(o)
 		r.c = r.one
 	case f.failover != nil:
 		o := f.failover
-		o.DialTimeout = redisDialTimeout
-		o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = redisIOTimeout, redisIOTimeout, redisIOTimeout
-		o.MaxRetries, o.ContextTimeoutEnabled = 1, true
+		bound(&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries, &o.ContextTimeoutEnabled)
 		r.one = redis.NewFailoverClient(o)
 		r.c = r.one
 	default:
 		o := f.cluster
-		o.DialTimeout = redisDialTimeout
-		o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = redisIOTimeout, redisIOTimeout, redisIOTimeout
-		o.MaxRetries, o.ContextTimeoutEnabled = 1, true
+		bound(&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries, &o.ContextTimeoutEnabled)
 		r.cluster = redis.NewClusterClient(o)
 		r.c = r.cluster
 	}
 	return r, nil
+}
+
+// bound sets the timeouts of every form's options: a Redis that is down or slow costs a request
+// at most about 4 seconds (the command tried twice), also inside a call's own deadline.
+func bound(dial, read, write, pool *time.Duration, retries *int, contextTimeout *bool) {
+	*dial = min(cmp.Or(*dial, redisDialTimeout), redisDialTimeout)
+	*read, *write, *pool = redisIOTimeout, redisIOTimeout, redisIOTimeout
+	*retries, *contextTimeout = 1, true
 }
 
 func init() { redis.SetLogger(quietLogger{}) }
