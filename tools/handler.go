@@ -14,8 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
