@@ -4,9 +4,10 @@
 // MCP sessions and their event streams.
 //
 // Three backends: Bolt, the embedded default (one bbolt file in the state directory: crash-safe
-// transactions, one process per file); Redis, for several replicas sharing one server (keys
-// under a namespace, TTLs on everything that expires, atomic updates with WATCH/MULTI); and
-// Memory, for a server that keeps nothing (an in-memory sandbox) and for tests.
+// transactions, one process per file); Redis, for several replicas sharing one server, a
+// Sentinel-managed primary or a Cluster (keys under a namespace, TTLs on everything that expires,
+// atomic updates with WATCH/MULTI, what must not be lost confirmed by a replica); and Memory,
+// for a server that keeps nothing (an in-memory sandbox) and for tests.
 package store
 
 import (
