@@ -400,7 +400,10 @@ func (r *Redis) Ping(ctx context.Context) error { return r.fail(r.c.Ping(ctx).Er
 
 func (r *Redis) Name() string { return r.name }
 
-func (r *Redis) Close() error { return r.c.Close() }
+func (r *Redis) Close() error {
+	r.health.stopWatching()
+	return r.c.Close()
+}
 
 var _ Broadcaster = (*Redis)(nil)
 

@@ -38,6 +38,8 @@ type redisHealth struct {
 	lastErr      string
 	primaries    []string
 	lastFailover time.Time
+	stopWatch    context.CancelFunc // ends Observe's watch
+	watching     sync.WaitGroup
 }
 
 func (h *redisHealth) ok() {
@@ -90,16 +92,24 @@ func (h *redisHealth) observed(primaries []string) bool {
 const failoverWatch = time.Second
 
 // Observe tells obs what the store goes through from now on, and, for a Sentinel or a Cluster,
-// watches who the primaries are (once a second, until ctx ends), so that a failover is counted
+// watches who the primaries are (once a second, until ctx ends or the store is closed), so that a failover is counted
 // and reported even when go-redis followed it before any operation failed.
 func (r *Redis) Observe(ctx context.Context, obs Observer) {
-	r.health.mu.Lock()
-	r.health.obs = obs
-	r.health.mu.Unlock()
 	if r.form.single != nil {
+		r.health.mu.Lock()
+		r.health.obs = obs
+		r.health.mu.Unlock()
 		return
 	}
-	go func() {
+	ctx, cancel := context.WithCancel(ctx)
+	r.health.mu.Lock()
+	r.health.obs = obs
+	if r.health.stopWatch != nil {
+		r.health.stopWatch() // one watch at a time
+	}
+	r.health.stopWatch = cancel
+	r.health.mu.Unlock()
+	r.health.watching.Go(func() {
 		t := time.NewTicker(failoverWatch)
 		defer t.Stop()
 		for {
@@ -117,7 +127,17 @@ func (r *Redis) Observe(ctx context.Context, obs Observer) {
 			case <-t.C:
 			}
 		}
-	}()
+	})
+}
+
+// stopWatching ends the watch Observe started, and waits for it.
+func (h *redisHealth) stopWatching() {
+	h.mu.Lock()
+	if h.stopWatch != nil {
+		h.stopWatch()
+	}
+	h.mu.Unlock()
+	h.watching.Wait()
 }
 
 // Primaries returns the addresses of the primaries, sorted: the one the sentinels name, or
