@@ -4,8 +4,11 @@
 // land on both replicas, kept-aside tavern data written on one replica and read on the other, an
 // SSE stream resumed on the other replica, a session ended on one and gone on all; both replicas
 // killed and restarted mid-session; one replica killed under load; Redis down and hung. Also the
-// restart on the embedded store (one replica, no Redis). Needs redis-server and nginx (Debian
-// packages; .ci/run installs them): skipped without them, failing under CI=true.
+// restart on the embedded store (one replica, no Redis). And the same two replicas on a
+// Sentinel-managed Redis and on a Redis Cluster, whose primary is killed under load: nothing
+// acknowledged is lost, the sign-in goes on, and the figures are kept in the README. Needs
+// redis-server, redis-sentinel, redis-cli (redis-tools) and nginx (Debian packages; .ci/run
+// installs them): skipped without them, failing under CI=true.
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 
@@ -14,9 +17,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { startCluster } from './lib/cluster.mjs';
+import { startCluster, waitUntil } from './lib/cluster.mjs';
 import { ScriptedProvider } from './lib/browser.mjs';
 import { assertSuccess } from './lib/harness.mjs';
+import { readmeSection } from './lib/readme.mjs';
 
 const CARD = {
   spec: 'chara_card_v2',
@@ -387,4 +391,192 @@ describe('one replica on the embedded store', () => {
     assert.equal(cluster.cardNames().filter((n) => n === 'Embedded Vey').length, 1);
     await host.client.close();
   });
+});
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Workers authoring through nginx (cards, and tavern imports whose kept-aside data is in Redis)
+ * and one signing new clients in, for `seconds`, while the Redis primary is killed (a third of
+ * the way in) and, once a replica took its place, started again (it rejoins as a replica).
+ * Every failure must be retryable (a 503 with JSON, a retryable tool result, or 404 for a lost
+ * session, after which the worker starts a new one). Afterwards every acknowledged card,
+ * kept-aside record and sign-in is there, and the first sign-in goes on. Returns the figures.
+ */
+async function primaryKilledUnderLoad(t, cluster, form) {
+  const seconds = Number(process.env.CARDWRITER_FAILOVER_SECONDS ?? 30);
+  const signedIn = await new Host(cluster, `e2e ${form} sign-in`).connect();
+  const code = signedIn.provider.code;
+  const token = signedIn.accessToken;
+  const stats = { calls: 0, retried: 0, refused: 0, sessionsRestarted: 0, codes: {} };
+  const acked = { cards: [], imports: [], signIns: [] };
+  let killedAt = 0;
+  let failedOverAt = 0;
+  let lastFailure = 0;
+  const failure = (what, attempt) => {
+    stats.refused++;
+    lastFailure = Date.now();
+    stats.codes[what] = (stats.codes[what] ?? 0) + 1;
+    assert.ok(attempt < 60, `still failing after ${attempt} attempts: ${what}`);
+    return sleep(Math.min(100 * attempt, 500));
+  };
+  const deadline = Date.now() + seconds * 1000;
+  const killer = (async () => {
+    await sleep((seconds * 1000) / 3);
+    killedAt = Date.now();
+    const addr = await cluster.redis.killPrimary();
+    t.diagnostic(`${form}: killed the Redis primary ${addr}`);
+    await waitUntil('a replica promoted', () => cluster.redis.failedOver(), 60000);
+    failedOverAt = Date.now();
+    await cluster.redis.restartKilled();
+  })();
+
+  // One call, tried again until it succeeds; a lost session is started anew.
+  const call = async (worker, name, args) => {
+    for (let attempt = 1; ; attempt++) {
+      stats.calls++;
+      let res;
+      try {
+        if (!worker.host) {
+          worker.host = await worker.make().connect();
+          if (worker.sessions++ > 0) stats.sessionsRestarted++;
+        }
+        res = await worker.host.client.callTool({ name, arguments: args });
+      } catch (e) {
+        const status = typeof e.code === 'number' && e.code >= 400 ? e.code : 0;
+        assert.ok(!status || [404, 502, 503].includes(status), `${name}: ${e.message}`);
+        if (status === 404 || !worker.host?.client.transport?.sessionId) { // the session is gone: a new one
+          await worker.host?.client.close().catch(() => {});
+          worker.host = null;
+        }
+        await failure(status ? `HTTP ${status}` : e.message.slice(0, 60), attempt);
+        continue;
+      }
+      if (res.isError) {
+        const env = JSON.parse(res.content[1].text);
+        assert.ok(env.retryable, `${name}: a failure that is not retryable: ${env.message}`);
+        await failure(env.error, attempt);
+        continue;
+      }
+      if (attempt > 1) stats.retried++;
+      return res;
+    }
+  };
+  const author = async (w) => {
+    const worker = { host: null, sessions: 0, make: () => new Host(cluster, `e2e ${form} load ${w}`, { token }) };
+    for (let i = 0; Date.now() < deadline; i++) {
+      const name = `Load ${form} ${w}-${i}`;
+      await call(worker, 'create_card', { roleName: name, idempotencyKey: `load-${form}-${w}-${i}` });
+      acked.cards.push(name);
+      if (i % 4 === 0) {
+        const res = await call(worker, 'import_tavern_card', { source: { json: { ...CARD, data: { ...CARD.data, name: `Aside ${form} ${w}-${i}` } } } });
+        acked.imports.push(res.structuredContent.roleId);
+      }
+    }
+    await worker.host?.client.close().catch(() => {});
+  };
+  const signIns = async () => {
+    for (let i = 0; Date.now() < deadline; i++) {
+      for (let attempt = 1; ; attempt++) {
+        stats.calls++;
+        const host = new Host(cluster, `e2e ${form} sign-in ${i}`);
+        try {
+          await host.connect();
+        } catch (e) {
+          await failure(`sign-in: ${e.message.slice(0, 50)}`, attempt);
+          continue;
+        }
+        if (attempt > 1) stats.retried++;
+        acked.signIns.push({ tokens: host.provider.tokens(), client: host.provider.clientInformation() });
+        await host.client.close().catch(() => {});
+        break;
+      }
+      await sleep(250);
+    }
+  };
+  await Promise.all([0, 1, 2, 3].map(author).concat(signIns()));
+  await killer;
+  assert.ok(killedAt > 0 && failedOverAt > 0, 'the primary was not killed and replaced during the run');
+
+  // Every acknowledged card, once.
+  const held = cluster.cardNames().filter((n) => n.startsWith(`Load ${form} `));
+  assert.deepEqual([...held].sort(), [...acked.cards].sort(), 'the service does not hold exactly the acknowledged cards');
+  // Every acknowledged kept-aside record, read back through the first sign-in (whose session
+  // may be gone: then it starts a new one, without signing in again).
+  const first = {
+    host: signedIn, sessions: 1,
+    make: () => Object.assign(new Host(cluster, `e2e ${form} sign-in again`), { provider: signedIn.provider }),
+  };
+  for (const roleId of acked.imports) {
+    const res = await call(first, 'export_tavern_card', { roleId });
+    assertKeptAside(res.structuredContent);
+  }
+  assert.equal(signedIn.provider.code, code, 'the first client had to sign in again');
+  // Every acknowledged sign-in: its refresh token is honoured (the grant and the token survived).
+  const refresh = async ({ tokens, client }) => {
+    const form_ = new URLSearchParams({ grant_type: 'refresh_token', refresh_token: tokens.refresh_token, client_id: client.client_id, resource: cluster.mcpUrl.href });
+    const res = await fetch(`${cluster.nginx.url}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form_ });
+    return { status: res.status, body: await res.json() };
+  };
+  for (const s of acked.signIns.concat([{ tokens: signedIn.provider.tokens(), client: signedIn.provider.clientInformation() }])) {
+    const r = await refresh(s);
+    assert.equal(r.status, 200, `an acknowledged sign-in is gone: ${JSON.stringify(r.body)}`);
+  }
+  // /readyz names the failover each replica followed.
+  for (const addr of cluster.addrs) {
+    await waitUntil(`${addr}/readyz to name the failover`, async () => {
+      const r = await (await fetch(`http://${addr}/readyz`)).json();
+      return r.status === 'ready' && /followed a failover/.test(r.checks.store_failover ?? '');
+    });
+  }
+  const figures = {
+    calls: stats.calls, retried: stats.retried, refused: stats.refused, sessionsRestarted: stats.sessionsRestarted,
+    cards: acked.cards.length, imports: acked.imports.length, signIns: acked.signIns.length,
+    promoted: (failedOverAt - killedAt) / 1000, recovered: Math.max(0, lastFailure - killedAt) / 1000,
+  };
+  t.diagnostic(`${form}: ${JSON.stringify(figures)} refusals ${JSON.stringify(stats.codes)}`);
+  await signedIn.client.close().catch(() => {});
+  return figures;
+}
+
+const failoverFigures = {};
+
+for (const form of ['sentinel', 'cluster']) {
+  describe(`two replicas on a Redis ${form === 'sentinel' ? 'Sentinel deployment' : 'Cluster'} behind nginx`, () => {
+    let cluster;
+    before(async () => {
+      cluster = await startCluster({ replicas: 2, store: form, sandboxArgs: ['--faults', 'seed=3,latency=5ms-40ms'], replicaArgs: ['--user-rate', '0'] });
+    });
+    after(async () => {
+      if (!cluster.skip) await cluster.stop();
+    });
+
+    test('the Redis primary killed under load: every failure retryable, nothing acknowledged lost, the sign-in goes on, /readyz names the failover', async (t) => {
+      if (cluster.skip) return t.skip(cluster.skip);
+      failoverFigures[form] = await primaryKilledUnderLoad(t, cluster, form);
+    });
+  });
+}
+
+const BEGIN = '<!-- failover:begin -->';
+const END = '<!-- failover:end -->';
+
+test('the README states the failover figures (UPDATE_README=1 rewrites them; figures differ from run to run, the rest must match)', (t) => {
+  if (!failoverFigures.sentinel || !failoverFigures.cluster) return t.skip('the failover tests did not run');
+  const seconds = Number(process.env.CARDWRITER_FAILOVER_SECONDS ?? 30);
+  const row = (name, f) => `| ${name} | ${f.calls} | ${f.retried} | ${f.refused} | ${f.sessionsRestarted} | ${f.cards} | ${f.imports} | ${f.signIns} | 0 | ${f.promoted.toFixed(1)} s | ${f.recovered.toFixed(1)} s |`;
+  const text = [
+    BEGIN,
+    `Measured by \`e2e/replicas.test.mjs\` on Debian's redis-server and redis-sentinel: two replicas behind nginx, four workers ` +
+      `authoring (cards, and tavern imports whose kept-aside data is in Redis) and a fifth signing new clients in for ${seconds} s; ` +
+      `a third of the way in, the Redis primary is killed with SIGKILL, and started again once a replica took its place.`,
+    '',
+    '| Redis | calls | retried | refused | sessions restarted | cards | kept-aside records | sign-ins | lost | replica promoted after | last refusal after the kill |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
+    row('Sentinel (a primary, a replica, three sentinels)', failoverFigures.sentinel),
+    row('Cluster (three primaries, a replica each)', failoverFigures.cluster),
+    END,
+  ].join('\n');
+  // The figures differ from run to run; the rest (the setup, the columns) must match.
+  readmeSection(BEGIN, END, text, { normalize: (s) => s.replace(/\d+(\.\d+)?/g, 'N'), rerun: 'UPDATE_README=1 bash e2e/run replicas.test.mjs' });
 });

@@ -3,15 +3,11 @@
 // fails when the README's figures are stale (UPDATE_README=1 rewrites them) and when tools/list is over
 // TOOLS_LIST_BUDGET.
 import { it } from 'node:test';
-import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join, dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { getEncoding } from 'js-tiktoken';
 
 import { connect, serverFor } from './lib/harness.mjs';
+import { readmeSection } from './lib/readme.mjs';
 
-const README = join(dirname(fileURLToPath(import.meta.url)), '..', 'README.md');
 const BEGIN = '<!-- tokens:begin -->';
 const END = '<!-- tokens:end -->';
 
@@ -57,14 +53,5 @@ it('the README states what tools/list costs in tokens', async () => {
       `loads a toolset when it needs it. \`--toolsets\` and \`--tools\` trim it further.`,
     END,
   ].join('\n');
-  const readme = readFileSync(README, 'utf8');
-  const start = readme.indexOf(BEGIN);
-  const end = readme.indexOf(END);
-  assert.ok(start >= 0 && end > start, `README.md has no ${BEGIN} ... ${END} section`);
-  const current = readme.slice(start, end + END.length);
-  if (process.env.UPDATE_README) {
-    writeFileSync(README, readme.slice(0, start) + text + readme.slice(end + END.length));
-    return;
-  }
-  assert.equal(current, text, 'the README\'s tools/list figures are stale: rerun with UPDATE_README=1 bash e2e/run tokens.test.mjs');
+  readmeSection(BEGIN, END, text, { rerun: 'UPDATE_README=1 bash e2e/run tokens.test.mjs' });
 });

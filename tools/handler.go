@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
@@ -350,6 +351,11 @@ func outcome(ctx context.Context, err error) (env map[string]any, code string, i
 		return f.Envelope(), f.Code, false
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		f := &Failure{Code: codeCancelled, Message: "The call was cancelled before the card service answered."}
+		return f.Envelope(), f.Code, false
+	case store.IsUnavailable(err):
+		// Redis down, failing over, or a write no replica confirmed: nothing was kept.
+		f := &Failure{Code: codeUnavailable, Retryable: true,
+			Message: "This server's store (where it keeps what the card service cannot hold) is unavailable for a moment; try again in a moment."}
 		return f.Envelope(), f.Code, false
 	case unreachable(err):
 		f := &Failure{Code: codeUnavailable, Retryable: true,

@@ -26,6 +26,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern/taverntest"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
@@ -787,6 +788,40 @@ func TestTavernPathRules(t *testing.T) {
 				t.Errorf("roots asked %d times, want asked: %v", rh.asked.Load(), tt.asks)
 			}
 		})
+	}
+}
+
+// downAside is a kept-aside store whose writes fail as Redis's do while it is down or failing
+// over, until it is back.
+type downAside struct {
+	AsideStore
+	down atomic.Bool
+}
+
+func (s *downAside) Put(ctx context.Context, key AsideKey, data []byte) error {
+	if s.down.Load() {
+		return fmt.Errorf("aside: %w", &store.UnavailableError{Backend: "redis sentinel test", Err: &store.ReplicaWaitError{Want: 1}})
+	}
+	return s.AsideStore.Put(ctx, key, data)
+}
+
+// TestTavernImportStoreUnavailable: an import whose kept-aside data the store cannot take (Redis
+// failing over, no replica confirming) is a retryable failure, not an internal error; the same
+// import repeated when the store is back finishes it, on the card it made.
+func TestTavernImportStoreUnavailable(t *testing.T) {
+	t.Parallel()
+	st := &downAside{AsideStore: aside.NewMemory()}
+	st.down.Store(true)
+	e, _ := newTavernEnv(t, tavernEnvConfig{opts: Options{Aside: st}})
+	args := jsonArg(t, map[string]any{"source": map[string]any{"dataBase64": b64(mustJSON(t, taverntest.V3Card()))}})
+	env, _ := e.fail("import_tavern_card", args)
+	if env["error"] != codeUnavailable || env["retryable"] != true || !strings.Contains(env["message"].(string), "store") {
+		t.Fatalf("import while the store is down: %v", env)
+	}
+	st.down.Store(false)
+	got := e.ok("import_tavern_card", args)
+	if detail, _ := env["detail"].(map[string]any); got["roleId"] != detail["roleId"] {
+		t.Errorf("the repeated import made card %v, the first %v", got["roleId"], detail["roleId"])
 	}
 }
 

@@ -31,6 +31,7 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 )
 
 const (
@@ -234,7 +235,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := s.store.PutRequest(ctx, ar); err != nil {
 		s.log.Error("proxy: store an authorization request", "err", err)
-		fail("server_error", "The server could not store the request.")
+		fail(unavailableOr(err, "server_error"), "The server could not store the request.")
 		return
 	}
 	http.Redirect(w, r, consentPath+"?request="+url.QueryEscape(ar.ID), http.StatusSeeOther)
@@ -425,6 +426,10 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	// The state is single use: whatever happens next, it is spent.
 	sec, err := s.store.UseSecret(ctx, oauthserver.Digest(state))
+	if store.IsUnavailable(err) {
+		s.storeDownPage(w)
+		return
+	}
 	if err != nil || sec.Kind != KindState || sec.Used || !s.now().Before(sec.Expires) {
 		s.log.Warn("callback refused: unknown, replayed or expired state")
 		s.errorPage(w, http.StatusBadRequest, "Unknown sign-in",
@@ -433,6 +438,10 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	_ = s.store.DeleteSecret(ctx, oauthserver.Digest(state))
 	ar, err := s.store.TakeRequest(ctx, sec.RequestID)
+	if store.IsUnavailable(err) {
+		s.storeDownPage(w)
+		return
+	}
 	if err != nil || !s.now().Before(ar.Expires) || ar.Upstream == "" {
 		s.expiredPage(w)
 		return
@@ -535,7 +544,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.log.Error("proxy: store a grant", "err", err)
 		s.up.revoke(ctx, toks)
-		backToClient(url.Values{"error": {"server_error"}, "error_description": {"The server could not store the authorization."}},
+		backToClient(url.Values{"error": {unavailableOr(err, "server_error")}, "error_description": {"The server could not store the authorization."}},
 			"The server could not store the authorization; the application is told so.")
 		return
 	}
@@ -546,4 +555,11 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	outcome = "ok"
 	s.log.Info("authorization granted", "grant", g.ID, "client_id", g.ClientID, "user", g.UserID)
 	backToClient(url.Values{"code": {ourCode}}, "Signed in as "+me.Nickname+". Returning to the application…")
+}
+
+// storeDownPage answers a browser's return when the store could not be read or written (Redis
+// failing over): 503, and connect again; nothing of the sign-in was kept.
+func (s *Server) storeDownPage(w http.ResponseWriter) {
+	s.errorPage(w, http.StatusServiceUnavailable, "Try again",
+		"This server could not check the sign-in for a moment (its store is unavailable). Go back to your application and connect again.")
 }

@@ -3,8 +3,10 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -791,5 +793,47 @@ func TestImportStateFile(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.dir, StateFile+".imported")); err != nil {
 		t.Errorf("the file was not renamed: %v", err)
+	}
+}
+
+// downKV is a store whose writes fail as Redis's do while it fails over.
+type downKV struct{ store.KV }
+
+func (downKV) Set(context.Context, string, []byte, time.Duration) error {
+	return &store.UnavailableError{Backend: "redis test", Err: errors.New("failing over")}
+}
+
+func (downKV) Create(context.Context, string, []byte, time.Duration) (bool, error) {
+	return false, &store.UnavailableError{Backend: "redis test", Err: errors.New("failing over")}
+}
+
+func (downKV) Update(context.Context, string, time.Duration, func([]byte) ([]byte, error)) ([]byte, error) {
+	return nil, &store.UnavailableError{Backend: "redis test", Err: errors.New("failing over")}
+}
+
+// A registration the store cannot take while it fails over is "try again" (503
+// temporarily_unavailable), not a server error; so is a browser's return from the card service
+// whose state cannot be checked (not "unknown sign-in").
+func TestRegisterStoreUnavailable(t *testing.T) {
+	t.Parallel()
+	key := make([]byte, KeySize)
+	srv, err := New(Options{PublicURL: "http://127.0.0.1:1", APIHost: "http://127.0.0.1:2", KV: downKV{store.NewMemory()}, Key: key,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	body := `{"client_name":"c","redirect_uris":["http://127.0.0.1:9/cb"],"token_endpoint_auth_method":"none"}`
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/register", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	srv.Handler().ServeHTTP(rec, req)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), `"temporarily_unavailable"`) {
+		t.Errorf("register while the store fails over: %d %s", rec.Code, rec.Body)
+	}
+	rec = httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/oauth/callback?state=s&code=c", nil))
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "connect again") {
+		t.Errorf("callback while the store fails over: %d %s", rec.Code, rec.Body)
 	}
 }

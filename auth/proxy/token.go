@@ -59,6 +59,10 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 		Unused: true, Expires: now.Add(s.opts.UnusedClientTTL).UTC()}
 	if err := s.store.CreateClient(ctx, c); err != nil {
 		s.log.Error("proxy: store a client", "err", err)
+		if store.IsUnavailable(err) {
+			writeOAuthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "The registration could not be stored; try again in a moment.")
+			return
+		}
 		writeOAuthError(w, http.StatusInternalServerError, "server_error", "The registration could not be stored.")
 		return
 	}
@@ -361,4 +365,13 @@ func (s *Server) revoke(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
+}
+
+// unavailableOr is the OAuth error of a failed store write: temporarily_unavailable (RFC 6749
+// section 4.1.2.1: the client may try again) when the store was unavailable, code otherwise.
+func unavailableOr(err error, code string) string {
+	if store.IsUnavailable(err) {
+		return "temporarily_unavailable"
+	}
+	return code
 }

@@ -97,7 +97,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs.IntVar(&limits.Concurrency, "upstream-concurrency", 64, "card service calls under way at once, all users together (0: no limit)")
 	callTimeout := fs.Duration("call-timeout", upstream.DefaultTimeout, "deadline of one card service call, its retries included")
 	metricsAddr := fs.String("metrics-addr", "", "serve Prometheus metrics at http://ADDR/metrics, on a listener of its own (default: off)")
-	storeSpec := fs.String("store", "", "where the server keeps its state (proxy sign-ins, kept-aside tavern data, revisions, large exports, MCP sessions): redis://host:port/db (rediss:// for TLS; ?namespace=prefix:) for several replicas sharing one Redis; default the embedded file <state-dir>/state.db, one server per directory")
+	storeSpec := fs.String("store", "", "where the server keeps its state (proxy sign-ins, kept-aside tavern data, revisions, large exports, MCP sessions): for several replicas, Redis: redis://host:port/db, redis-sentinel://host:port[,host:port...]/MASTER[?db=N] or redis-cluster://host:port[,host:port...] (rediss... for TLS; ?namespace=prefix:, ?replicas=N); default the embedded file <state-dir>/state.db, one server per directory")
 	var af httpAuthFlags
 	af.register(fs)
 	if err := parseFlags(fs, args, nil); err != nil {
@@ -120,7 +120,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	if *storeSpec != "" && mode == authProxy && af.stateKey == "" && af.keyFile == "" {
-		return errors.New("--store redis://... is for several replicas, which must seal tokens with one key: set --state-key (or CARDWRITER_STATE_KEY) or --state-key-file to the same key on each")
+		return errors.New("--store with Redis is for several replicas, which must seal tokens with one key: set --state-key (or CARDWRITER_STATE_KEY) or --state-key-file to the same key on each")
 	}
 	tp, stopTracing, err := setupTracing(ctx)
 	if err != nil {
@@ -181,6 +181,14 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		return err
 	}
 	defer kv.Close()
+	if r, ok := kv.(*store.Redis); ok {
+		// Failures and failovers of Redis, counted and shown by /readyz.
+		var o store.Observer
+		if f.metrics != nil {
+			o = f.metrics
+		}
+		r.Observe(ctx, o)
+	}
 	f.tavern.aside = aside.NewKV(kv)
 	f.revisionStore = kv
 	f.exports = kv

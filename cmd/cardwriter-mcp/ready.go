@@ -46,7 +46,7 @@ func (rd *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // check runs the checks: any HTTP answer of the card service (a 401 included) means it is
-// reachable; the store must take a write.
+// reachable; the store must take a write (a Redis that fails over says so).
 func (rd *readiness) check(ctx context.Context) (int, map[string]string) {
 	report := map[string]string{"upstream": "ok", "store": "ok"}
 	status := http.StatusOK
@@ -68,9 +68,18 @@ func (rd *readiness) check(ctx context.Context) (int, map[string]string) {
 	if rd.store != nil {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		if err := rd.store.Set(ctx, "ready:probe", []byte("1"), time.Minute); err != nil {
+		err := rd.store.Set(ctx, "ready:probe", []byte("1"), time.Minute)
+		if err != nil {
 			report["store"] = fmt.Sprintf("%s takes no writes: %v", rd.store.Name(), err)
 			status = http.StatusServiceUnavailable
+		}
+		// A Redis Sentinel or Cluster says more: a failover under way, or the last one followed.
+		if rp, ok := rd.store.(store.Reporter); ok {
+			if what := rp.Report(); what != "" && err != nil {
+				report["store"] = rd.store.Name() + " " + what
+			} else if what != "" {
+				report["store_failover"] = what
+			}
 		}
 	}
 	return status, report

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 )
 
 func getReady(t *testing.T, base string) (int, map[string]any) {
@@ -62,5 +68,49 @@ func TestHealthcheckCommand(t *testing.T) {
 	cmd.Env = cleanEnv("CARDWRITER_URL=" + dead)
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "does not answer") {
 		t.Errorf("a dead server: %v %s", err, out)
+	}
+}
+
+// reportingStore is a store that says what its failover is at (as Redis Sentinel and Cluster
+// do), and whose writes fail while failing.
+type reportingStore struct {
+	store.KV
+	failing bool
+}
+
+func (s reportingStore) Set(ctx context.Context, key string, v []byte, ttl time.Duration) error {
+	if s.failing {
+		return &store.UnavailableError{Backend: "redis sentinel test", Err: errors.New("connection refused")}
+	}
+	return s.KV.Set(ctx, key, v, ttl)
+}
+
+func (s reportingStore) Report() string {
+	if s.failing {
+		return "failing over: operations fail since 12:00:00; the sentinels promote a replica"
+	}
+	return "followed a failover at 12:00:03; primaries now 10.0.0.2:6379"
+}
+
+// /readyz says a failover is under way (not ready), then names the one followed (ready).
+func TestReadyzFailover(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		failing bool
+		status  int
+		key     string
+		want    string
+	}{
+		{true, http.StatusServiceUnavailable, "store", "failing over"},
+		{false, http.StatusOK, "store_failover", "followed a failover"},
+	} {
+		rd := &readiness{store: reportingStore{KV: store.NewMemory(), failing: tc.failing}}
+		rec := httptest.NewRecorder()
+		rd.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		var body struct{ Checks map[string]string }
+		_ = json.Unmarshal(rec.Body.Bytes(), &body)
+		if rec.Code != tc.status || !strings.Contains(body.Checks[tc.key], tc.want) {
+			t.Errorf("failing %v: %d %s", tc.failing, rec.Code, rec.Body)
+		}
 	}
 }

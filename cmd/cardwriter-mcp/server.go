@@ -151,8 +151,8 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		ResultBudget: budget,
 
 		// Large exports (tools/exports.go).
-		Exports:      f.exports,
-		ExportTTL:    f.exportTTL,
+		Exports:   f.exports,
+		ExportTTL: f.exportTTL,
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,

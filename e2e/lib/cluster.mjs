@@ -1,7 +1,8 @@
 // Several `cardwriter-mcp http` replicas behind a real reverse proxy (nginx, round robin, nothing
 // sticky) on one real Redis, in front of one sandbox: the setup of "Running several replicas" in
 // the README, started by the tests themselves on free loopback ports in temporary directories.
-import { spawn } from 'node:child_process';
+import { spawn, execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { mkdtempSync, writeFileSync, readFileSync, readdirSync, existsSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
@@ -96,6 +97,157 @@ export async function startRedis(bin) {
   };
 }
 
+const execFileP = promisify(execFile);
+
+/** Runs redis-cli against the server on port and returns its answer as text. */
+async function cli(bin, port, ...args) {
+  const { stdout } = await execFileP(bin, ['-h', '127.0.0.1', '-p', String(port), ...args], { timeout: 5000 });
+  return stdout;
+}
+
+/** Polls cond (every 50 ms) until it holds; throws after timeoutMs, naming what it waited for. */
+export async function waitUntil(what, cond, timeoutMs = 30000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await cond().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs / 1000} s for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A redis-server of a replicated deployment (no persistence: a replica holds the data); start() again after kill(). */
+async function redisNode(bin, args) {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'cw-redis-'));
+  const port = await freePort();
+  const node = {
+    port,
+    addr: `127.0.0.1:${port}`,
+    r: null,
+    async start() {
+      node.r = run(bin, ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', ...args]);
+      await waitPort(port);
+    },
+    running() { return node.r && node.r.proc.exitCode === null && node.r.proc.signalCode === null; },
+    async kill() { if (node.running()) { node.r.proc.kill('SIGKILL'); await node.r.exited; } },
+  };
+  await node.start();
+  return node;
+}
+
+/** Whether the server on port is a replica in sync with its primary. */
+async function inSync(cliBin, port) {
+  const info = await cli(cliBin, port, 'INFO', 'replication');
+  return info.includes('role:slave') && info.includes('master_link_status:up');
+}
+
+/**
+ * A Sentinel-managed Redis: a primary, its replica, three sentinels (quorum 2, a primary down
+ * after a second without an answer). killPrimary() kills the primary the sentinels name with
+ * SIGKILL; after failedOver(), restartKilled() brings it back, and the sentinels make it a replica.
+ */
+export async function startSentinelRedis(redisBin, sentinelBin, cliBin) {
+  const master = 'cardwriter';
+  const nodes = [await redisNode(redisBin, [])];
+  nodes.push(await redisNode(redisBin, ['--replicaof', '127.0.0.1', String(nodes[0].port)]));
+  const sentinels = [];
+  for (let i = 0; i < 3; i++) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cw-sentinel-'));
+    const port = await freePort();
+    writeFileSync(path.join(dir, 'sentinel.conf'), [`port ${port}`, 'bind 127.0.0.1', `dir ${dir}`,
+      `sentinel monitor ${master} 127.0.0.1 ${nodes[0].port} 2`, `sentinel down-after-milliseconds ${master} 1000`,
+      `sentinel failover-timeout ${master} 5000`, `sentinel parallel-syncs ${master} 1`, ''].join('\n'));
+    sentinels.push({ port, r: run(sentinelBin, [path.join(dir, 'sentinel.conf')]) });
+    await waitPort(port);
+  }
+  await waitUntil('the replica in sync', () => inSync(cliBin, nodes[1].port));
+  for (const s of sentinels) {
+    await waitUntil(`sentinel ${s.port} to know the replica and the other sentinels`, async () => {
+      const reps = await cli(cliBin, s.port, 'SENTINEL', 'REPLICAS', master);
+      const others = await cli(cliBin, s.port, 'SENTINEL', 'SENTINELS', master);
+      return reps.includes('ip') && (others.match(/^runid$/gm) ?? []).length === 2;
+    });
+  }
+  const primaryPort = async () => {
+    for (const s of sentinels) {
+      const out = await cli(cliBin, s.port, 'SENTINEL', 'GET-MASTER-ADDR-BY-NAME', master).catch(() => '');
+      const port = Number(out.trim().split('\n')[1]);
+      if (port) return port;
+    }
+    return 0;
+  };
+  let killed = null;
+  return {
+    form: 'sentinel',
+    url: `redis-sentinel://${sentinels.map((s) => `127.0.0.1:${s.port}`).join(',')}/${master}`,
+    async killPrimary() {
+      const port = await primaryPort();
+      killed = nodes.find((n) => n.port === port);
+      await killed.kill();
+      return killed.addr;
+    },
+    /** Whether the sentinels name another primary than the one killed. */
+    async failedOver() { const p = await primaryPort(); return p !== 0 && p !== killed.port; },
+    async restartKilled() { await killed.start(); },
+    async stop() {
+      for (const s of sentinels) { s.r.proc.kill('SIGKILL'); await s.r.exited; }
+      for (const n of nodes) await n.kill();
+    },
+  };
+}
+
+/**
+ * A Redis Cluster of three primaries with a replica each (a primary failed over after a second
+ * without an answer), made with redis-cli --cluster create. killPrimary() kills one primary
+ * with SIGKILL; after failedOver() (its replica serves its slots), restartKilled() brings it
+ * back, and it rejoins as a replica.
+ */
+export async function startClusterRedis(redisBin, cliBin) {
+  const nodes = [];
+  for (let i = 0; i < 6; i++) {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'cw-cluster-'));
+    nodes.push(await redisNode(redisBin, ['--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, 'nodes.conf'), '--cluster-node-timeout', '1000']));
+  }
+  await execFileP(cliBin, ['--cluster', 'create', ...nodes.map((n) => n.addr), '--cluster-replicas', '1', '--cluster-yes'], { timeout: 30000 });
+  for (const n of nodes) {
+    await waitUntil(`${n.addr} to see the cluster ok`, async () => {
+      const info = await cli(cliBin, n.port, 'CLUSTER', 'INFO');
+      if (!info.includes('cluster_state:ok') || !info.includes('cluster_known_nodes:6')) return false;
+      const repl = await cli(cliBin, n.port, 'INFO', 'replication');
+      return repl.includes('role:master') || inSync(cliBin, n.port);
+    });
+  }
+  /** The addresses of the primaries that serve slots, as a live node sees them. */
+  const primaries = async () => {
+    for (const n of nodes.filter((n) => n.running())) {
+      const out = await cli(cliBin, n.port, 'CLUSTER', 'NODES').catch(() => '');
+      if (!out) continue;
+      return out.trim().split('\n').map((l) => l.split(' ')).filter((f) => f[2].includes('master') && !f[2].includes('fail') && f.length > 8)
+        .map((f) => f[1].split('@')[0]);
+    }
+    return [];
+  };
+  let killed = null;
+  return {
+    form: 'cluster',
+    url: `redis-cluster://${nodes.map((n) => n.addr).join(',')}`,
+    async killPrimary() {
+      const [addr] = await primaries();
+      killed = nodes.find((n) => n.addr === addr);
+      await killed.kill();
+      return killed.addr;
+    },
+    /** Whether three primaries serve the slots again, the one killed not among them, and the cluster is ok. */
+    async failedOver() {
+      const p = await primaries();
+      if (p.length !== 3 || p.includes(killed.addr)) return false;
+      const live = nodes.find((n) => n.running());
+      return (await cli(cliBin, live.port, 'CLUSTER', 'INFO')).includes('cluster_state:ok');
+    },
+    async restartKilled() { await killed.start(); },
+    async stop() { for (const n of nodes) await n.kill(); },
+  };
+}
+
 /**
  * nginx in front of backends (host:port), round robin, no affinity, streaming (no buffering);
  * its access log names the replica that served each request and the request's MCP session.
@@ -163,14 +315,17 @@ ${backends.map((b) => `    server ${b} max_fails=0;`).join('\n')}
 }
 
 /**
- * The cluster: a sandbox (the card service, with its OAuth server), Redis (unless store is
- * 'embedded'), replicas of `cardwriter-mcp http` in proxy mode sharing one state key, and nginx
+ * The cluster: a sandbox (the card service, with its OAuth server), Redis (store 'redis': one
+ * server; 'sentinel' or 'cluster': a replicated deployment; 'embedded': none), replicas of `cardwriter-mcp http` in proxy mode sharing one state key, and nginx
  * in front. Returns null with skip set when Redis or nginx is missing outside CI.
  */
 export async function startCluster({ replicas = 2, store = 'redis', sandboxArgs = [], replicaArgs = [], users = [] } = {}) {
-  const redisBin = store === 'redis' ? need('redis-server', 'redis-server') : { path: null };
+  const redisBin = store === 'embedded' ? { path: null } : need('redis-server', 'redis-server');
+  const sentinelBin = store === 'sentinel' ? need('redis-sentinel', 'redis-sentinel') : {};
+  const cliBin = store === 'sentinel' || store === 'cluster' ? need('redis-cli', 'redis-tools') : {};
   const nginxBin = need('nginx', 'nginx');
-  if (redisBin.skip || nginxBin.skip) return { skip: redisBin.skip ?? nginxBin.skip };
+  const skip = redisBin.skip ?? sentinelBin.skip ?? cliBin.skip ?? nginxBin.skip;
+  if (skip) return { skip };
   const sandboxData = path.join(mkdtempSync(path.join(os.tmpdir(), 'cw-sandbox-')), 'sandbox.json');
   if (users.length) {
     // Accounts the sandbox's sign-in page offers besides the demo user: { id, nickname }.
@@ -178,7 +333,10 @@ export async function startCluster({ replicas = 2, store = 'redis', sandboxArgs 
     writeFileSync(sandboxData, JSON.stringify({ version: 1, users: seeded }));
   }
   const sandbox = await startSandbox('e2e-demo-token', ['--data', sandboxData, ...sandboxArgs]);
-  const redis = redisBin.path ? await startRedis(redisBin.path) : null;
+  let redis = null;
+  if (store === 'redis') redis = await startRedis(redisBin.path);
+  else if (store === 'sentinel') redis = await startSentinelRedis(redisBin.path, sentinelBin.path, cliBin.path);
+  else if (store === 'cluster') redis = await startClusterRedis(redisBin.path, cliBin.path);
   const stateKey = randomBytes(32).toString('base64');
   const addrs = [];
   for (let i = 0; i < replicas; i++) addrs.push(`127.0.0.1:${await freePort()}`);

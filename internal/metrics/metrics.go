@@ -31,6 +31,8 @@ type Metrics struct {
 	toolDuration    *prometheus.HistogramVec
 	sessions        prometheus.Gauge
 	storeErrors     prometheus.Counter
+	storeFailures   *prometheus.CounterVec
+	storeFailovers  prometheus.Counter
 	upstreamReqs    *prometheus.CounterVec
 	upstreamLatency *prometheus.HistogramVec
 	retries         *prometheus.CounterVec
@@ -57,6 +59,12 @@ func New() *Metrics {
 		storeErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "cardwriter_store_errors_total", Help: "Failures of the store of kept-aside tavern data.",
 		}),
+		storeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardwriter_store_unavailable_total", Help: "Redis operations failed retryably, by reason (unavailable: Redis did not answer or refused; replica_wait: too few replicas confirmed a write of what must not be lost).",
+		}, []string{"reason"}),
+		storeFailovers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "cardwriter_store_failovers_total", Help: "Changes of Redis primary (Sentinel or Cluster) this server followed.",
+		}),
 		upstreamReqs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cardwriter_upstream_requests_total", Help: "Card service request attempts by operation and HTTP status (0: no answer).",
 		}, []string{"operation", "status"}),
@@ -77,7 +85,7 @@ func New() *Metrics {
 			Name: "cardwriter_revisions_total", Help: "Revisions kept before writes, dropped by the retention, and restored, by event.",
 		}, []string{"event"}),
 	}
-	m.reg.MustRegister(m.revisions, m.signIns, m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.upstreamReqs, m.upstreamLatency,
+	m.reg.MustRegister(m.revisions, m.signIns, m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.storeFailures, m.storeFailovers, m.upstreamReqs, m.upstreamLatency,
 		m.retries, m.refreshes, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -101,6 +109,12 @@ func (m *Metrics) Sessions(delta int) { m.sessions.Add(float64(delta)) }
 
 // StoreError counts a kept-aside store failure (tools.Observer).
 func (m *Metrics) StoreError() { m.storeErrors.Inc() }
+
+// StoreUnavailable counts a Redis operation failed retryably (store.Observer).
+func (m *Metrics) StoreUnavailable(reason string) { m.storeFailures.WithLabelValues(reason).Inc() }
+
+// StoreFailover counts a change of Redis primary followed (store.Observer).
+func (m *Metrics) StoreFailover() { m.storeFailovers.Inc() }
 
 // Attempt counts a card service request attempt (upstream.Observer).
 func (m *Metrics) Attempt(operation string, status int, d time.Duration) {

@@ -20,6 +20,8 @@ func TestLabelsBounded(t *testing.T) {
 	m.Refresh("ok")
 	m.Sessions(1)
 	m.StoreError()
+	m.StoreUnavailable("replica_wait")
+	m.StoreFailover()
 	m.Attempt("getCard", 0, time.Millisecond)
 	m.Revisions("kept", 1)
 	m.Revisions("dropped", 2)
@@ -34,6 +36,8 @@ func TestLabelsBounded(t *testing.T) {
 		`cardwriter_upstream_retries_total{operation="getCard",reason="connection refused"} 1`,
 		`cardwriter_token_refreshes_total{outcome="ok"} 1`,
 		`cardwriter_store_errors_total 1`,
+		`cardwriter_store_unavailable_total{reason="replica_wait"} 1`,
+		`cardwriter_store_failovers_total 1`,
 		`cardwriter_upstream_requests_total{operation="getCard",status="0"} 1`,
 		`cardwriter_revisions_total{event="kept"} 1`,
 		`cardwriter_revisions_total{event="dropped"} 2`,

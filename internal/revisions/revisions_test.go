@@ -184,3 +184,14 @@ func TestKeyPrefixes(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixesKeptByReplica: revisions are among what must not be lost, so a Redis deployment
+// with replicas acknowledges them only once a replica holds them.
+func TestPrefixesKeptByReplica(t *testing.T) {
+	t.Parallel()
+	for _, p := range Prefixes() {
+		if !store.KeptByReplica(p + "u:1") {
+			t.Errorf("%s is not kept by a replica", p)
+		}
+	}
+}

@@ -247,3 +247,24 @@ func TestSessionOnTwoReplicas(t *testing.T) {
 		t.Errorf("after DELETE on B, A answered %d", status)
 	}
 }
+
+// A session the store lost (Redis failed over before its record reached a replica) is answered
+// 404 by every replica, the one that opened it included, so that the client starts a new one.
+func TestSessionLostFromTheStore(t *testing.T) {
+	t.Parallel()
+	kv := store.NewMemory()
+	waiting, cancelled := make(chan string, 1), make(chan string, 1)
+	a, b := replica(t, kv, waiting, cancelled), replica(t, kv, waiting, cancelled)
+	sid := initialize(t, a.URL, nil)
+	if status, _ := post(t, b.URL, sid, callTool("log", 2), nil); status != http.StatusOK {
+		t.Fatalf("before the loss: %d", status)
+	}
+	if err := kv.Delete(context.Background(), "mcp:session:"+sid); err != nil {
+		t.Fatal(err)
+	}
+	for name, url := range map[string]string{"the replica that opened it": a.URL, "the other": b.URL} {
+		if status, _ := post(t, url, sid, callTool("log", 3), nil); status != http.StatusNotFound {
+			t.Errorf("a lost session, on %s: %d, want 404", name, status)
+		}
+	}
+}

@@ -1,10 +1,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,45 +25,59 @@ const (
 
 // Redis is the KV of several replicas: every key under a namespace (default "cardwriter:",
 // ?namespace=... in the URL), TTLs set by Redis itself, Take with GETDEL, Update with
-// WATCH/MULTI/EXEC retried on contention. A failure of Redis is an UnavailableError.
+// WATCH/MULTI/EXEC retried on contention. One server, a Sentinel-managed primary or a
+// Cluster: every operation touches one key, so it works on a Cluster as it is (Delete of
+// several keys sends one DEL per key, Scan walks every primary). A write of what must not be
+// lost (KeptByReplica) is acknowledged only once replicas hold it (WAIT). A failure of Redis
+// is an UnavailableError.
 type Redis struct {
-	c    *redis.Client
-	ns   string
-	name string
+	c        redis.UniversalClient
+	cluster  *redis.ClusterClient // nil unless a Cluster
+	one      *redis.Client        // the client of one server or of a Sentinel-managed primary
+	form     *redisForm
+	ns       string
+	replicas int
+	name     string
+	health   redisHealth
 }
 
 var _ KV = (*Redis)(nil)
 
-// OpenRedis connects to the Redis a redis:// or rediss:// URL names (go-redis's URL format:
-// redis://[user:password@]host:port/db, plus ?namespace=prefix:). It does not wait for Redis
-// to answer: the server starts, and /readyz reports the store.
+// OpenRedis connects to the Redis a --store URL names (redis://, rediss://, redis-sentinel://,
+// rediss-sentinel://, redis-cluster://, rediss-cluster://; see redisurl.go). It does not wait
+// for Redis to answer: the server starts, and /readyz reports the store.
 func OpenRedis(rawURL string) (*Redis, error) {
-	ns := DefaultNamespace
-	if before, after, ok := strings.Cut(rawURL, "?"); ok {
-		var rest []string
-		for _, kv := range strings.Split(after, "&") {
-			if v, ok := strings.CutPrefix(kv, "namespace="); ok {
-				ns = v
-				continue
-			}
-			rest = append(rest, kv)
-		}
-		rawURL = before
-		if len(rest) > 0 {
-			rawURL += "?" + strings.Join(rest, "&")
-		}
-	}
-	opts, err := redis.ParseURL(rawURL)
+	f, err := parseRedisURL(rawURL)
 	if err != nil {
 		return nil, fmt.Errorf("store %s: %w", redactURL(rawURL), err)
 	}
-	if opts.DialTimeout == 0 || opts.DialTimeout > redisDialTimeout {
-		opts.DialTimeout = redisDialTimeout
+	r := &Redis{form: f, ns: f.ns, replicas: f.replicas, name: f.name}
+	switch {
+	case f.single != nil:
+		o := f.single
+		bound(&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries, &o.ContextTimeoutEnabled)
+		r.one = redis.NewClient(o)
+		r.c = r.one
+	case f.failover != nil:
+		o := f.failover
+		bound(&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries, &o.ContextTimeoutEnabled)
+		r.one = redis.NewFailoverClient(o)
+		r.c = r.one
+	default:
+		o := f.cluster
+		bound(&o.DialTimeout, &o.ReadTimeout, &o.WriteTimeout, &o.PoolTimeout, &o.MaxRetries, &o.ContextTimeoutEnabled)
+		r.cluster = redis.NewClusterClient(o)
+		r.c = r.cluster
 	}
-	opts.ReadTimeout, opts.WriteTimeout, opts.PoolTimeout = redisIOTimeout, redisIOTimeout, redisIOTimeout
-	opts.MaxRetries = 1
-	opts.ContextTimeoutEnabled = true
-	return &Redis{c: redis.NewClient(opts), ns: ns, name: "redis " + opts.Addr + "/" + fmt.Sprint(opts.DB)}, nil
+	return r, nil
+}
+
+// bound sets the timeouts of every form's options: a Redis that is down or slow costs a request
+// at most about 4 seconds (the command tried twice), also inside a call's own deadline.
+func bound(dial, read, write, pool *time.Duration, retries *int, contextTimeout *bool) {
+	*dial = min(cmp.Or(*dial, redisDialTimeout), redisDialTimeout)
+	*read, *write, *pool = redisIOTimeout, redisIOTimeout, redisIOTimeout
+	*retries, *contextTimeout = 1, true
 }
 
 func init() { redis.SetLogger(quietLogger{}) }
@@ -74,17 +90,81 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 
 func (r *Redis) k(key string) string { return r.ns + key }
 
-// fail maps redis.Nil to ErrNotFound and the rest to UnavailableError.
+// fail maps redis.Nil to ErrNotFound and the rest to UnavailableError, and keeps the
+// backend's health (for /readyz and the metrics) up to date.
 func (r *Redis) fail(err error) error {
 	switch {
 	case err == nil:
+		r.health.ok()
 		return nil
 	case errors.Is(err, redis.Nil):
+		r.health.ok()
 		return ErrNotFound
 	case errors.Is(err, context.Canceled):
 		return err
 	}
+	r.health.failed(err)
 	return &UnavailableError{Backend: r.name, Err: err}
+}
+
+// replicaWait bounds how long a write of what must not be lost waits for its replicas.
+const replicaWait = time.Second
+
+// ReplicaWaitError is a write that Redis took but too few replicas confirmed within
+// replicaWait: it may be lost in a failover, so it is reported as a failure (an
+// UnavailableError wraps it) and the caller tries again.
+type ReplicaWaitError struct{ Want, Got int64 }
+
+func (e *ReplicaWaitError) Error() string {
+	return fmt.Sprintf("%d of the %d replicas required confirmed the write within %s", e.Got, e.Want, replicaWait)
+}
+
+// write runs a write of key. A key of what must not be lost (KeptByReplica), when the
+// deployment has replicas, is written on one connection to its primary and followed there by
+// WAIT: it fails unless r.replicas replicas hold it.
+func (r *Redis) write(ctx context.Context, key string, fn func(c redis.Cmdable) error) error {
+	if r.replicas == 0 || !KeptByReplica(key) {
+		return fn(r.c)
+	}
+	node := r.one
+	if r.cluster != nil {
+		var err error
+		if node, err = r.cluster.MasterForKey(ctx, r.k(key)); err != nil {
+			return err
+		}
+	}
+	conn := node.Conn()
+	defer conn.Close()
+	err := fn(conn)
+	if err == nil {
+		err = r.wait(ctx, conn)
+	}
+	if err != nil && r.cluster != nil && !errors.Is(err, redis.Nil) {
+		// The connection was the one of the primary the client last knew (it does not follow
+		// a MOVED as the cluster client's own commands do): learn the slots again.
+		r.cluster.ReloadState(ctx)
+	}
+	return err
+}
+
+// processor is a connection that runs any command (a *redis.Conn, a *redis.Tx).
+type processor interface {
+	Process(ctx context.Context, cmd redis.Cmder) error
+}
+
+// wait runs WAIT on c, the connection of a write just done.
+func (r *Redis) wait(ctx context.Context, c processor) error {
+	cmd := redis.NewIntCmd(ctx, "wait", r.replicas, replicaWait.Milliseconds())
+	err := c.Process(ctx, cmd)
+	n := cmd.Val()
+	if err != nil {
+		return err
+	}
+	if n < int64(r.replicas) {
+		r.health.replicaWaitFailed()
+		return &ReplicaWaitError{Want: int64(r.replicas), Got: n}
+	}
+	return nil
 }
 
 func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
@@ -93,21 +173,34 @@ func (r *Redis) Get(ctx context.Context, key string) ([]byte, error) {
 }
 
 func (r *Redis) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	return r.fail(r.c.Set(ctx, r.k(key), value, max(ttl, 0)).Err())
+	return r.fail(r.write(ctx, key, func(c redis.Cmdable) error {
+		return c.Set(ctx, r.k(key), value, max(ttl, 0)).Err()
+	}))
 }
 
 func (r *Redis) Create(ctx context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
-	ok, err := r.c.SetNX(ctx, r.k(key), value, max(ttl, 0)).Result()
+	var ok bool
+	err := r.write(ctx, key, func(c redis.Cmdable) error {
+		var err error
+		ok, err = c.SetNX(ctx, r.k(key), value, max(ttl, 0)).Result()
+		return err
+	})
 	return ok, r.fail(err)
 }
 
 func (r *Redis) Take(ctx context.Context, key string) ([]byte, error) {
-	v, err := r.c.GetDel(ctx, r.k(key)).Bytes()
+	var v []byte
+	err := r.write(ctx, key, func(c redis.Cmdable) error {
+		var err error
+		v, err = c.GetDel(ctx, r.k(key)).Bytes()
+		return err
+	})
 	return v, r.fail(err)
 }
 
 func (r *Redis) Update(ctx context.Context, key string, ttl time.Duration, change func(old []byte) ([]byte, error)) ([]byte, error) {
 	k := r.k(key)
+	kept := r.replicas > 0 && KeptByReplica(key)
 	var out []byte
 	var changeErr error
 	for range updateTries {
@@ -132,11 +225,15 @@ func (r *Redis) Update(ctx context.Context, key string, ttl time.Duration, chang
 				}
 				return nil
 			})
+			if err == nil && kept {
+				err = r.wait(ctx, tx)
+			}
 			out = nv
 			return err
 		}, k)
 		switch {
 		case err == nil:
+			r.health.ok()
 			return out, nil
 		case changeErr != nil:
 			return nil, changeErr
@@ -150,17 +247,20 @@ func (r *Redis) Update(ctx context.Context, key string, ttl time.Duration, chang
 
 func (r *Redis) Touch(ctx context.Context, key string, ttl time.Duration) error {
 	var ok bool
-	var err error
-	if ttl > 0 {
-		ok, err = r.c.PExpire(ctx, r.k(key), ttl).Result()
-	} else {
-		ok, err = r.c.Persist(ctx, r.k(key)).Result()
-		if err == nil && !ok {
-			var n int64
-			n, err = r.c.Exists(ctx, r.k(key)).Result()
-			ok = n == 1
+	err := r.write(ctx, key, func(c redis.Cmdable) error {
+		var err error
+		if ttl > 0 {
+			ok, err = c.PExpire(ctx, r.k(key), ttl).Result()
+		} else {
+			ok, err = c.Persist(ctx, r.k(key)).Result()
+			if err == nil && !ok {
+				var n int64
+				n, err = c.Exists(ctx, r.k(key)).Result()
+				ok = n == 1
+			}
 		}
-	}
+		return err
+	})
 	if err != nil {
 		return r.fail(err)
 	}
@@ -170,33 +270,73 @@ func (r *Redis) Touch(ctx context.Context, key string, ttl time.Duration) error 
 	return nil
 }
 
+// Delete sends one DEL for all keys to one server; on a Cluster, and for keys of what must not
+// be lost, one DEL per key (keys of different hash slots cannot share a command there).
 func (r *Redis) Delete(ctx context.Context, keys ...string) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	ks := make([]string, len(keys))
-	for i, k := range keys {
-		ks[i] = r.k(k)
-	}
-	return r.fail(r.c.Del(ctx, ks...).Err())
-}
-
-func (r *Redis) Scan(ctx context.Context, prefix string, fn func(key string) error) error {
-	it := r.c.Scan(ctx, 0, escapeGlob(r.k(prefix))+"*", 500).Iterator()
-	seen := map[string]bool{} // SCAN may return a key twice
-	for it.Next(ctx) {
-		k := strings.TrimPrefix(it.Val(), r.ns)
-		if seen[k] {
+	var rest []string
+	for _, k := range keys {
+		if r.replicas > 0 && KeptByReplica(k) {
+			if err := r.write(ctx, k, func(c redis.Cmdable) error { return c.Del(ctx, r.k(k)).Err() }); err != nil {
+				return r.fail(err)
+			}
 			continue
 		}
-		seen[k] = true
-		if err := fn(k); errors.Is(err, ErrStop) {
+		rest = append(rest, r.k(k))
+	}
+	switch {
+	case len(rest) == 0:
+		return r.fail(nil)
+	case r.cluster == nil || len(rest) == 1:
+		return r.fail(r.c.Del(ctx, rest...).Err())
+	}
+	_, err := r.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, k := range rest {
+			p.Del(ctx, k)
+		}
+		return nil
+	})
+	return r.fail(err)
+}
+
+// Scan walks the keyspace of one server, or of every primary of a Cluster, one after the other.
+func (r *Redis) Scan(ctx context.Context, prefix string, fn func(key string) error) error {
+	nodes := []*redis.Client{r.one}
+	if r.cluster != nil {
+		var mu sync.Mutex
+		nodes = nil
+		err := r.cluster.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+			mu.Lock()
+			nodes = append(nodes, c)
+			mu.Unlock()
 			return nil
-		} else if err != nil {
-			return err
+		})
+		if err != nil {
+			return r.fail(err)
 		}
 	}
-	return r.fail(it.Err())
+	seen := map[string]bool{} // SCAN may return a key twice
+	for _, node := range nodes {
+		it := node.Scan(ctx, 0, escapeGlob(r.k(prefix))+"*", 500).Iterator()
+		for it.Next(ctx) {
+			k := strings.TrimPrefix(it.Val(), r.ns)
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			if err := fn(k); errors.Is(err, ErrStop) {
+				return nil
+			} else if err != nil {
+				return err
+			}
+		}
+		if err := it.Err(); err != nil {
+			return r.fail(err)
+		}
+	}
+	return r.fail(nil)
 }
 
 // escapeGlob escapes the characters SCAN's MATCH treats as a pattern.
@@ -214,18 +354,22 @@ func escapeGlob(s string) string {
 func (r *Redis) Append(ctx context.Context, key string, item []byte, ttl time.Duration) (int64, error) {
 	k := r.k(key)
 	var push *redis.IntCmd
-	_, err := r.c.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		push = p.RPush(ctx, k, item)
-		if ttl > 0 {
-			p.PExpire(ctx, k, ttl)
-		} else {
-			p.Persist(ctx, k)
-		}
-		return nil
+	err := r.write(ctx, key, func(c redis.Cmdable) error {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			push = p.RPush(ctx, k, item)
+			if ttl > 0 {
+				p.PExpire(ctx, k, ttl)
+			} else {
+				p.Persist(ctx, k)
+			}
+			return nil
+		})
+		return err
 	})
 	if err != nil {
 		return 0, r.fail(err)
 	}
+	r.health.ok()
 	return push.Val() - 1, nil
 }
 
@@ -241,6 +385,7 @@ func (r *Redis) Range(ctx context.Context, key string, from int64) ([][]byte, er
 	if err != nil {
 		return nil, r.fail(err)
 	}
+	r.health.ok()
 	if n.Val() == 0 {
 		return nil, ErrNotFound
 	}
@@ -255,7 +400,10 @@ func (r *Redis) Ping(ctx context.Context) error { return r.fail(r.c.Ping(ctx).Er
 
 func (r *Redis) Name() string { return r.name }
 
-func (r *Redis) Close() error { return r.c.Close() }
+func (r *Redis) Close() error {
+	r.health.stopWatching()
+	return r.c.Close()
+}
 
 var _ Broadcaster = (*Redis)(nil)
 

@@ -4,9 +4,10 @@
 // revisions of what writes replaced, the MCP sessions and their event streams.
 //
 // Three backends: Bolt, the embedded default (one bbolt file in the state directory: crash-safe
-// transactions, one process per file); Redis, for several replicas sharing one server (keys
-// under a namespace, TTLs on everything that expires, atomic updates with WATCH/MULTI); and
-// Memory, for a server that keeps nothing (an in-memory sandbox) and for tests. Shared is a bbolt
+// transactions, one process per file); Redis, for several replicas sharing one server, a
+// Sentinel-managed primary or a Cluster (keys under a namespace, TTLs on everything that expires,
+// atomic updates with WATCH/MULTI, what must not be lost confirmed by a replica); and Memory,
+// for a server that keeps nothing (an in-memory sandbox) and for tests. Shared is a bbolt
 // file opened per operation, for what several stdio servers of one user keep together.
 package store
 
@@ -87,7 +88,8 @@ type KV interface {
 }
 
 // Open opens the backend a --store value names: "" for the embedded default (Bolt in
-// stateDir), "memory:" for memory, redis:// or rediss:// URLs for Redis.
+// stateDir), "memory:" for memory, a Redis URL (one server, Sentinel or Cluster; redisurl.go)
+// for Redis.
 func Open(spec, stateDir string) (KV, error) {
 	switch {
 	case spec == "":
@@ -97,7 +99,7 @@ func Open(spec, stateDir string) (KV, error) {
 		return OpenBolt(filepath.Join(stateDir, BoltFile))
 	case spec == "memory:":
 		return NewMemory(), nil
-	case strings.HasPrefix(spec, "redis://") || strings.HasPrefix(spec, "rediss://"):
+	case isRedisURL(spec):
 		return OpenRedis(spec)
 	}
 	u, err := url.Parse(spec)
@@ -105,19 +107,35 @@ func Open(spec, stateDir string) (KV, error) {
 	if err == nil {
 		scheme = u.Scheme
 	}
-	return nil, fmt.Errorf("store %q: want redis://host:port/db, rediss://..., memory: or nothing (the embedded store in the state directory); scheme %q is not one", redactURL(spec), scheme)
+	return nil, fmt.Errorf("store %q: want redis://host:port/db, redis-sentinel://host:port,.../MASTER, redis-cluster://host:port,... (rediss... for TLS), memory: or nothing (the embedded store in the state directory); scheme %q is not one", redactURL(spec), scheme)
 }
 
-// redactURL drops the user info of a URL, for messages.
+// redactURL drops the user info of a URL (and a sentinel_password), for messages. It reads
+// the URL as text: a list of addresses is no host url.Parse accepts.
 func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
 		return "(an unreadable URL)"
 	}
-	if u.User != nil {
-		u.User = url.User("REDACTED")
+	rest, query, hasQuery := strings.Cut(rest, "?")
+	hosts, path, hasPath := strings.Cut(rest, "/")
+	if at := strings.LastIndex(hosts, "@"); at >= 0 {
+		hosts = "REDACTED@" + hosts[at+1:]
 	}
-	return u.String()
+	out := scheme + "://" + hosts
+	if hasPath {
+		out += "/" + path
+	}
+	if hasQuery {
+		parts := strings.Split(query, "&")
+		for i, p := range parts {
+			if k, _, ok := strings.Cut(p, "="); ok && strings.Contains(strings.ToLower(k), "password") {
+				parts[i] = k + "=REDACTED"
+			}
+		}
+		out += "?" + strings.Join(parts, "&")
+	}
+	return out
 }
 
 // expiry returns when a key written now with ttl expires; zero for never.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,7 +41,19 @@ func backends(t *testing.T) map[string]func(t *testing.T) store.KV {
 			t.Cleanup(func() { r.Close() })
 			return r
 		},
+		"sentinel": func(t *testing.T) store.KV { return openRedis(t, storetest.SentinelRedis(t).URL()+"?namespace=test:") },
+		"cluster":  func(t *testing.T) store.KV { return openRedis(t, storetest.ClusterRedis(t).URL()+"?namespace=test:") },
 	}
+}
+
+func openRedis(t *testing.T, url string) *store.Redis {
+	t.Helper()
+	r, err := store.OpenRedis(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
 }
 
 func TestKV(t *testing.T) {
@@ -168,6 +181,29 @@ func TestKV(t *testing.T) {
 			}
 			if _, err := kv.Get(ctx, "a"); !errors.Is(err, store.ErrNotFound) {
 				t.Errorf("get deleted: %v", err)
+			}
+			// What must not be lost: written, updated, appended to and deleted with a replica's
+			// confirmation where there are replicas (Sentinel, Cluster).
+			kept := "aside:" + name
+			check("set kept", kv.Set(ctx, kept, []byte("1"), time.Hour))
+			if ok, err := kv.Create(ctx, kept+":new", []byte("1"), 0); !ok || err != nil {
+				t.Errorf("create kept: %v %v", ok, err)
+			}
+			if v, err := kv.Update(ctx, kept, store.KeepTTL, func(old []byte) ([]byte, error) { return append(old, '2'), nil }); err != nil || string(v) != "12" {
+				t.Errorf("update kept: %q %v", v, err)
+			}
+			if _, err := kv.Append(ctx, kept+":list", []byte("i"), 0); err != nil {
+				t.Errorf("append kept: %v", err)
+			}
+			check("touch kept", kv.Touch(ctx, kept, 2*time.Hour))
+			if v, err := kv.Take(ctx, kept+":new"); err != nil || string(v) != "1" {
+				t.Errorf("take kept: %q %v", v, err)
+			}
+			check("delete kept", kv.Delete(ctx, kept, kept+":list", "b"))
+			for _, k := range []string{kept, kept + ":list", "b"} {
+				if _, err := kv.Get(ctx, k); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("%s after delete: %v", k, err)
+				}
 			}
 			check("ping", kv.Ping(ctx))
 		})
@@ -329,5 +365,157 @@ func TestToucher(t *testing.T) {
 	tc.Forget("k")
 	if err := tc.Touch(ctx, "k", time.Minute); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("after Forget: %v", err)
+	}
+}
+
+// countingObserver counts what a Redis store reports.
+type countingObserver struct{ unavailable, replicaWait, failovers atomic.Int64 }
+
+func (o *countingObserver) StoreUnavailable(reason string) {
+	if reason == "replica_wait" {
+		o.replicaWait.Add(1)
+	} else {
+		o.unavailable.Add(1)
+	}
+}
+func (o *countingObserver) StoreFailover() { o.failovers.Add(1) }
+
+// When the primary of a Sentinel deployment or of a Cluster dies, operations fail retryably
+// (an UnavailableError, never a silent loss), the store follows the promoted replica without
+// being reopened, says so, and counts the failover; every write it acknowledged (of what must
+// not be lost, so confirmed by the replica) is there afterwards.
+func TestRedisFailover(t *testing.T) {
+	t.Parallel()
+	for _, form := range []string{"sentinel", "cluster"} {
+		t.Run(form, func(t *testing.T) {
+			t.Parallel()
+			var url string
+			var primary func() *storetest.RedisServer
+			switch form {
+			case "sentinel":
+				s := storetest.SentinelRedis(t)
+				url, primary = s.URL(), s.Primary
+			case "cluster":
+				c := storetest.ClusterRedis(t)
+				url, primary = c.URL(), func() *storetest.RedisServer { return c.PrimaryOf(store.DefaultNamespace + "aside:{0}:0") }
+			}
+			r := openRedis(t, url)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var obs countingObserver
+			r.Observe(ctx, &obs)
+			var acked []string
+			write := func(k string) error {
+				err := r.Set(ctx, k, []byte(k), 0)
+				if err == nil {
+					acked = append(acked, k)
+				}
+				return err
+			}
+			// Every key in one hash slot: on the Cluster, all on the primary killed.
+			for i := range 50 {
+				if err := write(fmt.Sprint("aside:{0}:", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			before, err := r.Primaries(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			killed := primary()
+			killed.Stop()
+			// The killed server comes back (as its supervisor would restart it) once a replica
+			// took its place, and rejoins as a replica of the new primary: writes of what must
+			// not be lost need a replica again.
+			restarted := false
+			deadline := time.Now().Add(60 * time.Second)
+			failed := 0
+			for i := 50; ; i++ {
+				err := write(fmt.Sprint("aside:{0}:", i))
+				if err == nil && failed > 0 {
+					break
+				}
+				if err != nil {
+					if !store.IsUnavailable(err) {
+						t.Fatalf("write during the failover: %v, want an UnavailableError", err)
+					}
+					if failed == 0 && !strings.Contains(r.Report(), "failing over") {
+						t.Errorf("report while writes fail: %q", r.Report())
+					}
+					failed++
+					if failed%20 == 1 {
+						t.Logf("%s %v", time.Now().Format(time.TimeOnly), err)
+					}
+					time.Sleep(50 * time.Millisecond) // a pause between tries, as a client's retry would
+
+				}
+				if !restarted {
+					if now, err := r.Primaries(ctx); err == nil && !slices.Equal(now, before) {
+						t.Logf("%s failed over: %v -> %v", time.Now().Format(time.TimeOnly), before, now)
+						killed.Start()
+						restarted = true
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("the store did not follow a new primary within 60 s: %v", err)
+				}
+			}
+			for _, k := range acked {
+				if v, err := r.Get(ctx, k); err != nil || string(v) != k {
+					t.Errorf("acknowledged %s: %q %v", k, v, err)
+				}
+			}
+			for obs.failovers.Load() == 0 {
+				if time.Now().After(deadline) {
+					t.Fatal("no failover counted")
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if !strings.Contains(r.Report(), "followed a failover") {
+				t.Errorf("report after the failover: %q", r.Report())
+			}
+			if obs.unavailable.Load() == 0 {
+				t.Error("no failure counted")
+			}
+			t.Logf("%s: %d writes acknowledged, %d refused while failing over", form, len(acked), failed)
+		})
+	}
+}
+
+// A write of what must not be lost that no replica confirms is a failure the caller sees
+// (retryable), not a silent success; other writes go on without a replica.
+func TestRedisReplicaWait(t *testing.T) {
+	t.Parallel()
+	s := storetest.SentinelRedis(t)
+	r := openRedis(t, s.URL())
+	ctx := context.Background()
+	var obs countingObserver
+	r.Observe(ctx, &obs)
+	if err := r.Set(ctx, "aside:a", []byte("1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, srv := range s.Servers {
+		if srv != s.Primary() {
+			srv.Stop()
+		}
+	}
+	err := r.Set(ctx, "aside:b", []byte("1"), 0)
+	var rw *store.ReplicaWaitError
+	if !store.IsUnavailable(err) || !errors.As(err, &rw) {
+		t.Errorf("kept write without a replica: %v, want an UnavailableError of too few replicas", err)
+	}
+	if _, err := r.Update(ctx, "aside:a", 0, func([]byte) ([]byte, error) { return []byte("2"), nil }); !errors.As(err, &rw) {
+		t.Errorf("kept update without a replica: %v", err)
+	}
+	if err := r.Set(ctx, "mcp:session:x", []byte("1"), 0); err != nil {
+		t.Errorf("a session without a replica: %v", err)
+	}
+	if obs.replicaWait.Load() != 2 {
+		t.Errorf("%d replica waits counted, want 2", obs.replicaWait.Load())
+	}
+	// With replicas=0 the operator says there are none to wait for.
+	r0 := openRedis(t, s.URL()+"?replicas=0")
+	if err := r0.Set(ctx, "aside:b", []byte("1"), 0); err != nil {
+		t.Errorf("replicas=0: %v", err)
 	}
 }

@@ -1,5 +1,6 @@
-// Package storetest starts real backends for tests: a redis-server of its own on a free
-// loopback port, in a temporary directory, stopped when the test ends.
+// Package storetest starts real backends for tests, on free loopback ports in temporary
+// directories, stopped when the test ends: a redis-server of its own, a Sentinel-managed
+// primary with a replica, a Redis Cluster of three primaries each with a replica.
 package storetest
 
 import (
@@ -38,18 +39,25 @@ type RedisServer struct {
 	bin  string
 	dir  string
 	Port int
+	args []string // beyond the port, address, directory and persistence
 	cmd  *exec.Cmd
 }
+
+// Addr returns the server's host:port.
+func (r *RedisServer) Addr() string { return "127.0.0.1:" + strconv.Itoa(r.Port) }
 
 // URL returns the server's redis:// URL (database 0).
 func (r *RedisServer) URL() string { return "redis://127.0.0.1:" + strconv.Itoa(r.Port) + "/0" }
 
 // Redis starts a redis-server for the test (no persistence to disk: the test's data lives as
 // long as the process), stopped at the end of the test.
-func Redis(t testing.TB) *RedisServer {
+func Redis(t testing.TB) *RedisServer { return redisWith(t) }
+
+// redisWith starts a redis-server with more arguments (replicaof, cluster-enabled).
+func redisWith(t testing.TB, args ...string) *RedisServer {
 	t.Helper()
 	bin := Need(t, "redis-server", "redis-server")
-	r := &RedisServer{t: t, bin: bin, dir: t.TempDir(), Port: FreePort(t)}
+	r := &RedisServer{t: t, bin: bin, dir: t.TempDir(), Port: FreePort(t), args: args}
 	r.Start()
 	t.Cleanup(r.Stop)
 	return r
@@ -63,6 +71,7 @@ func (r *RedisServer) Start() {
 	}
 	cmd := exec.Command(r.bin, "--port", strconv.Itoa(r.Port), "--bind", "127.0.0.1", "--dir", r.dir,
 		"--save", "", "--appendonly", "no", "--protected-mode", "yes", "--logfile", filepath.Join(r.dir, "redis.log"))
+	cmd.Args = append(cmd.Args, r.args...)
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("start redis-server: %v", err)
 	}

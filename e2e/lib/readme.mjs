@@ -1,0 +1,26 @@
+// The README's generated sections: a test computes a section's text, and the README must hold
+// it between its markers (UPDATE_README=1 writes it there instead).
+import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import assert from 'node:assert/strict';
+
+const README = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'README.md');
+
+/**
+ * Checks that the README holds text (which starts with begin and ends with end) between those
+ * markers, or writes it there under UPDATE_README=1. normalize, when given, is applied to both
+ * sides before comparing (figures that differ from run to run); rerun names the command that
+ * rewrites the section.
+ */
+export function readmeSection(begin, end, text, { normalize = (s) => s, rerun }) {
+  const readme = readFileSync(README, 'utf8');
+  const start = readme.indexOf(begin);
+  const stop = readme.indexOf(end);
+  assert.ok(start >= 0 && stop > start, `README.md has no ${begin} ... ${end} section`);
+  if (process.env.UPDATE_README) {
+    writeFileSync(README, readme.slice(0, start) + text + readme.slice(stop + end.length));
+    return;
+  }
+  assert.equal(normalize(readme.slice(start, stop + end.length)), normalize(text), `the README's section ${begin} is stale: rerun with ${rerun}`);
+}
