@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
@@ -25,10 +27,9 @@ type doctorCheck struct {
 // saved sign-in and its expiry, the card service reachable, the token accepted, a --contract
 // file, or the sandbox with --sandbox. It exits 1 when a check fails.
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("doctor", "doctor [--api-host URL | --sandbox] [--contract FILE]", stderr)
+	fs := newFlagSet("doctor", "doctor [--api-host URL | --sandbox] [--contract FILE]", stdout, stderr, envToken, envConfigDir)
 	var f serverFlags
-	f.register(fs)
-	f.savedGrant = true // the setup of the person who runs it: their saved sign-in
+	serviceFlags(fs, &f) // the setup of the person who runs it: their saved sign-in
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
 	}
@@ -59,6 +60,11 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		add(doctorCheck{name: "card service", result: "no --api-host (or CARDWRITER_API_HOST)", fix: "give the card service's address, or use --sandbox to try it offline"})
 		return printDoctor(stdout, checks)
 	default:
+		if origin, ok := serviceOrigin(f.apiHost); !ok {
+			add(doctorCheck{name: "card service", result: f.apiHost + " is not an origin (scheme://host[:port]); the API's /open/v1 is added for you",
+				fix: "use --api-host " + origin})
+			return printDoctor(stdout, checks)
+		}
 		add(reachable(ctx, f.apiHost))
 		if os.Getenv("CARDWRITER_TOKEN") != "" {
 			add(doctorCheck{name: "sign-in", result: "CARDWRITER_TOKEN is set; it is used instead of a saved sign-in", ok: true})
@@ -102,7 +108,26 @@ func reachable(ctx context.Context, apiHost string) doctorCheck {
 		return doctorCheck{name: "card service", result: apiHost + " does not answer", fix: "check the address, and that this machine reaches it"}
 	}
 	resp.Body.Close()
-	return doctorCheck{name: "card service", result: fmt.Sprintf("%s answers (%d without a token)", apiHost, resp.StatusCode), ok: true}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || resp.StatusCode/100 == 2:
+		return doctorCheck{name: "card service", result: fmt.Sprintf("%s answers (%d without a token)", apiHost, resp.StatusCode), ok: true}
+	case resp.StatusCode == http.StatusNotFound:
+		return doctorCheck{name: "card service", result: fmt.Sprintf("%s answers 404 at /open/v1/me: no card service API there", apiHost),
+			fix: "check the address: --api-host is the origin the card service's API lives under (/open/v1)"}
+	}
+	return doctorCheck{name: "card service", result: fmt.Sprintf("%s answers %d at /open/v1/me (want 401 without a token)", apiHost, resp.StatusCode),
+		fix: "check the address; if it is right, the card service has a problem: try again later"}
+}
+
+// serviceOrigin returns the origin of an --api-host value, and whether the value is that
+// origin (a path such as /open/v1 is a likely mistake: the client adds it).
+func serviceOrigin(apiHost string) (string, bool) {
+	u, err := url.Parse(apiHost)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return apiHost, true // reachable says what is wrong with it
+	}
+	origin := u.Scheme + "://" + u.Host
+	return origin, strings.TrimSuffix(apiHost, "/") == origin
 }
 
 // savedSignInCheck reports the saved sign-in of apiHost and when its access token expires.

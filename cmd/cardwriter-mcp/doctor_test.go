@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -32,6 +34,8 @@ func TestDoctor(t *testing.T) {
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
 	host, token := standIn(t, nil)
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(notFound.Close)
 	tests := []struct {
 		name string
 		args []string
@@ -44,6 +48,10 @@ func TestDoctor(t *testing.T) {
 		{"a token the service refuses", []string{"--api-host", host}, []string{"CARDWRITER_TOKEN=wrong"}, 1, []string{"ok   card service", "FAIL token", "refused"}},
 		{"a token it takes", []string{"--api-host", host}, []string{"CARDWRITER_TOKEN=" + token}, 0, []string{"ok   token", "All checks passed."}},
 		{"no address", nil, nil, 1, []string{"FAIL card service", "--sandbox"}},
+		// The API's path given with the address: say to drop it, and advise nothing with it.
+		{"the API path in the address", []string{"--api-host", host + "/open/v1"}, nil, 1, []string{"FAIL card service", "not an origin", "use --api-host " + host + "\n"}},
+		// A server that answers 404 everywhere is no card service.
+		{"404 everywhere", []string{"--api-host", notFound.URL}, []string{"CARDWRITER_TOKEN=" + token}, 1, []string{"FAIL card service", "404 at /open/v1/me"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -56,6 +64,9 @@ func TestDoctor(t *testing.T) {
 				if !strings.Contains(out, w) {
 					t.Errorf("lacks %q:\n%s", w, out)
 				}
+			}
+			if strings.Contains(out, "--api-host "+host+"/open/v1") {
+				t.Errorf("advises the wrong address:\n%s", out)
 			}
 			if strings.Contains(out, token) {
 				t.Error("the token was printed")

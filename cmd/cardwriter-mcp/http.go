@@ -73,8 +73,8 @@ var httpProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2
 // refused by its schema, as a result the model can read, rather than by the transport.
 func defaultMaxBody() int64 { return tools.LargestArgument(tools.All()) + 1<<20 }
 
-func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newFlagSet("http", "http [--addr 127.0.0.1:8080] [--api-host URL | --sandbox] [--auth proxy|passthrough|none] [--public-url URL] [flags]", stderr)
+func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("http", "http [--addr 127.0.0.1:8080] [--api-host URL | --sandbox] [--auth proxy|passthrough|none] [--public-url URL] [flags]", stdout, stderr, envConfigDir, envSandboxToken, envOTel)
 	var f serverFlags
 	f.register(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; the MCP endpoint is /mcp")

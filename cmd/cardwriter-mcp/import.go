@@ -88,16 +88,28 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// cliFlags are the flags of import and export: the backend flags of stdio (the card service or
-// the sandbox, the token from CARDWRITER_TOKEN or the saved sign-in) and logging, quiet by default.
+// cliFlags are the flags of the commands that call the card service once (import, export,
+// export-worldbook, doctor, probe): the card service or the sandbox, the token from
+// CARDWRITER_TOKEN or the saved sign-in, the contract's corrections, and logging, quiet by
+// default.
 func cliFlags(fs *flag.FlagSet, f *serverFlags) {
+	serviceFlags(fs, f)
+	fs.StringVar(&f.level, "log-level", "warn", "log level: debug, info, warn or error")
+	fs.StringVar(&f.format, "log-format", "text", "log format on stderr: text or json")
+}
+
+// serviceFlags are the flags that choose the card service (or the sandbox) and its contract;
+// the token is CARDWRITER_TOKEN or the saved sign-in, as for stdio.
+func serviceFlags(fs *flag.FlagSet, f *serverFlags) {
 	fs.BoolVar(&f.sandbox, "sandbox", false, "use the card service sandbox in-process, with its demo user (no account, no network)")
 	fs.StringVar(&f.sandboxData, "sandbox-data", "", "with --sandbox: file that keeps the sandbox's state across runs (default: memory only)")
 	fs.StringVar(&f.apiHost, "api-host", "", "the card service's address, e.g. https://api.example.com (the API is under /open/v1)")
-	fs.StringVar(&f.level, "log-level", "warn", "log level: debug, info, warn or error")
-	fs.StringVar(&f.format, "log-format", "text", "log format on stderr: text or json")
-	f.savedGrant = true // like stdio: without CARDWRITER_TOKEN, the sign-in saved by login
+	fs.StringVar(&f.contract, "contract", "", contractUsage)
+	f.savedGrant = true
 }
+
+// cliEnv are the environment variables the cliFlags commands read besides their flags'.
+var cliEnv = []string{envToken, envConfigDir, envSandboxToken}
 
 // parseWithPositional parses args that hold flags and n positional arguments in any order.
 func parseWithPositional(fs *flag.FlagSet, args []string, n int) ([]string, error) {
@@ -220,12 +232,13 @@ func firstText(res *mcp.CallToolResult) string {
 
 // runImport imports a character card file, with import_tavern_card.
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("import", "import FILE [--mode card|trial] [--client-key KEY] [--json] [--sandbox [--sandbox-data FILE] | --api-host URL]", stderr)
+	fs := newFlagSet("import", "import FILE [--mode card|trial] [--client-key KEY] [--json] [--sandbox [--sandbox-data FILE] | --api-host URL [--contract FILE]]", stdout, stderr, cliEnv...)
 	var f serverFlags
 	cliFlags(fs, &f)
-	mode := fs.String("mode", "card", "card (a new card) or trial (the trial card named --client-key)")
-	clientKey := fs.String("client-key", "", "the trial's name (--mode trial); with --mode card, another key imports the same file again as a separate card")
-	asJSON := fs.Bool("json", false, "print the tool's result as JSON instead of a summary")
+	var mode, clientKey string
+	cliOnlyString(fs, &mode, "mode", "card", "card (a new card) or trial (the trial card named --client-key)")
+	cliOnlyString(fs, &clientKey, "client-key", "", "the trial's name (--mode trial); with --mode card, another key imports the same file again as a separate card")
+	asJSON := cliOnlyBool(fs, "json", "print the tool's result as JSON instead of a summary")
 	pos, err := parseWithPositional(fs, args, 1)
 	if err != nil {
 		return helpOK(err)
@@ -249,9 +262,9 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	callArgs := map[string]any{"source": map[string]any{"dataBase64": base64.StdEncoding.EncodeToString(data)}, "mode": *mode}
-	if *clientKey != "" {
-		callArgs["clientKey"] = *clientKey
+	callArgs := map[string]any{"source": map[string]any{"dataBase64": base64.StdEncoding.EncodeToString(data)}, "mode": mode}
+	if clientKey != "" {
+		callArgs["clientKey"] = clientKey
 	}
 	res, sc, err := callTool(ctx, b, "import_tavern_card", callArgs, stderr)
 	if err != nil {

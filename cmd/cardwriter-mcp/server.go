@@ -67,7 +67,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.sandboxData, "sandbox-data", "", "with --sandbox: file that keeps the sandbox's state across restarts (default: memory only)")
 	fs.StringVar(&f.apiHost, "api-host", "", "the card service's address, e.g. https://api.example.com (the API is under /open/v1)")
 	fs.StringVar(&f.auditLog, "audit-log", "", "write one JSON line per write tool call (who, tool, ids, outcome, duration; never content or tokens) to this file, or - for stderr")
-	fs.StringVar(&f.contract, "contract", "", "an OpenAPI 3.1 file whose operations correct the embedded contract's guesses (x-assumed), by operationId: method, path, parameters, body, responses")
+	fs.StringVar(&f.contract, "contract", "", contractUsage)
 	fs.StringVar(&f.toolsets, "toolsets", "", "comma-separated toolsets to serve (default: all): "+strings.Join(tools.Toolsets(), ", "))
 	fs.StringVar(&f.tools, "tools", "", "comma-separated tool names to serve (default: all in the chosen toolsets)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "serve only tools that change nothing (readOnlyHint)")
@@ -76,6 +76,9 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	// desktop host) uses it; the HTTP server serves many clients and authorizes them itself.
 	f.savedGrant = fs.Name() == "stdio"
 }
+
+// contractUsage is the help of --contract.
+const contractUsage = "an OpenAPI 3.1 file whose operations correct the embedded contract, by operationId: method, path, parameters, body, responses (a whole copy of the contract works too)"
 
 // backend is what a serving command needs: the MCP server and, with --sandbox, the emulator.
 type backend struct {
