@@ -29,7 +29,7 @@ type doctorCheck struct {
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("doctor", "doctor [--api-host URL | --sandbox] [--contract FILE]", stdout, stderr, envToken, envConfigDir)
 	var f serverFlags
-	serviceFlags(fs, &f) // the setup of the person who runs it: their saved sign-in
+	serviceFlags(fs, &f, "with --sandbox: file of the sandbox's state to check (default: memory only)") // the setup of the person who runs it: their saved sign-in
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
 	}
@@ -47,10 +47,14 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		add(doctorCheck{name: "config directory", result: dir, ok: true})
 	}
 	if f.contract != "" {
-		if _, err := loadContract(f.contract); err != nil {
+		if table, err := loadContract(f.contract); err != nil {
 			add(doctorCheck{name: "contract", result: err.Error(), fix: "correct the file (README, \"Correcting the contract\")"})
 		} else {
-			add(doctorCheck{name: "contract", result: f.contract + " applies", ok: true})
+			result := f.contract + " applies"
+			if w := table.Warnings(); len(w) > 0 {
+				result += "; " + strings.Join(w, "; ")
+			}
+			add(doctorCheck{name: "contract", result: result, ok: true})
 		}
 	}
 	switch {

@@ -19,14 +19,15 @@ import (
 // ones as the result's second content).
 type exporter struct {
 	command, usage, tool, idArg string
+	idWord                      string // the operand's name in the usage
 	formats, binary             []string
 }
 
 var (
-	cardExporter = exporter{command: "export", tool: "export_tavern_card", idArg: "roleId",
+	cardExporter = exporter{command: "export", tool: "export_tavern_card", idArg: "roleId", idWord: "ROLE_ID",
 		usage:   "export ROLE_ID -o FILE [--format json|png|charx] [--sandbox [--sandbox-data FILE] | --api-host URL [--contract FILE]]",
 		formats: []string{"json", "png", "charx"}, binary: []string{"png", "charx"}}
-	worldbookExporter = exporter{command: "export-worldbook", tool: "export_tavern_worldbook", idArg: "worldbookId",
+	worldbookExporter = exporter{command: "export-worldbook", tool: "export_tavern_worldbook", idArg: "worldbookId", idWord: "WORLDBOOK_ID",
 		usage:   "export-worldbook WORLDBOOK_ID -o FILE [--format worldinfo|lorebook_v3] [--sandbox [--sandbox-data FILE] | --api-host URL [--contract FILE]]",
 		formats: []string{"worldinfo", "lorebook_v3"}}
 )
@@ -45,7 +46,7 @@ func runExportWorldbook(ctx context.Context, args []string, stdout, stderr io.Wr
 func (x exporter) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet(x.command, x.usage, stdout, stderr, cliEnv...)
 	var f serverFlags
-	cliFlags(fs, &f)
+	fileFlags(fs, &f)
 	var out string
 	cliOnlyString(fs, &out, "o", "", "the file to write (- for stdout)")
 	cliOnlyString(fs, &out, "output", "", "the file to write (same as -o)")
@@ -58,6 +59,9 @@ func (x exporter) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	pos, err := parseWithPositional(fs, args, 1)
 	if err != nil {
 		return helpOK(err)
+	}
+	if err := f.keepSandbox(); err != nil {
+		return err
 	}
 	if out == "" {
 		fmt.Fprintf(stderr, "%s needs -o FILE (or -o - for stdout)\n", x.command)
@@ -82,7 +86,7 @@ func (x exporter) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	res, sc, err := callTool(ctx, b, x.tool, map[string]any{x.idArg: pos[0], "format": format}, stderr)
 	if err != nil {
-		return err
+		return cliWords(err, map[string]string{x.idArg: x.idWord, "format": "--format"})
 	}
 	var data []byte
 	if slices.Contains(x.binary, format) {

@@ -155,6 +155,9 @@ func (f *serverFlags) newClient(logger *slog.Logger, sandboxBase string) (*upstr
 			return nil, nil, err
 		}
 		logger.Info("card service contract corrected", "file", f.contract)
+		for _, w := range table.Warnings() {
+			logger.Warn("the contract corrects a documented operation", "file", f.contract, "correction", w)
+		}
 		opts = append(opts, upstream.WithContract(table))
 	}
 	switch {
