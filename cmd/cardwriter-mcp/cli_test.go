@@ -115,6 +115,10 @@ func TestCLILorebooksAndWords(t *testing.T) {
 	env := cleanEnv("CARDWRITER_CONFIG_DIR=" + filepath.Join(dir, "config"))
 	book := filepath.Join("..", "..", "internal", "tavern", "taverntest", "real", "Eldoria.json")
 	card := filepath.Join("..", "..", "internal", "tavern", "taverntest", "real", "default_Seraphina.png")
+	bookless := filepath.Join(dir, "card.json")
+	if err := os.WriteFile(bookless, []byte(`{"name":"A","first_mes":"b"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name  string
 		args  []string
@@ -126,7 +130,7 @@ func TestCLILorebooksAndWords(t *testing.T) {
 			[]string{"lorebook", "cardwriter-mcp import-worldbook FILE"}, []string{"detail:"}},
 		{"a trial without its key", []string{"import", card, "--sandbox", "--mode", "trial"}, false,
 			[]string{"--client-key"}, []string{"clientKey", "detail:"}},
-		{"a card given to import-worldbook", []string{"import-worldbook", card, "--sandbox"}, false,
+		{"a card without a lorebook given to import-worldbook", []string{"import-worldbook", bookless, "--sandbox"}, false,
 			[]string{"cardwriter-mcp import FILE"}, nil},
 		{"a lorebook into an unknown worldbook", []string{"import-worldbook", book, "--sandbox", "--worldbook-id", "wb_missing"}, false,
 			[]string{"--worldbook-id"}, []string{"worldbookId"}},
