@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -8,6 +9,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
 )
 
 // TestHelpOnStdout: help that was asked for goes to stdout (so `--help | less` shows it) and
@@ -210,5 +216,35 @@ func TestHTTPSandboxShowsDemoToken(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("GET /open/v1/me with the printed token: %d", resp.StatusCode)
+	}
+}
+
+// TestStdioStartsSignedOut: a stdio server whose user has not signed in yet starts (a host would
+// only show "Connection closed"), answers every call with how to sign in, and once the user
+// has run login, the next call works without a restart.
+func TestStdioStartsSignedOut(t *testing.T) {
+	t.Parallel()
+	sb := startOAuthSandbox(t)
+	dir := filepath.Join(t.TempDir(), "config")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.Command(binPath, "stdio", "--api-host", sb.URL)
+	cmd.Env = cleanEnv("CARDWRITER_CONFIG_DIR=" + dir)
+	var stderr authtest.LogBuffer
+	cmd.Stderr = &stderr
+	cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	for _, tool := range []string{"whoami", "list_worldbooks"} {
+		out, isErr := toolText(ctx, t, cs, tool, map[string]any{})
+		if !isErr || !strings.Contains(out, "cardwriter-mcp login --api-host "+sb.URL) {
+			t.Errorf("%s before signing in: isError %v: %s", tool, isErr, out)
+		}
+	}
+	loginWithBinary(t, sb, dir, &secrets{})
+	if out, isErr := toolText(ctx, t, cs, "whoami", map[string]any{}); isErr || !strings.Contains(out, "u_demo") {
+		t.Errorf("whoami after login: isError %v: %s", isErr, out)
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -37,6 +39,9 @@ type serverFlags struct {
 	tools       string
 	readOnly    bool
 	savedGrant  bool // stdio only: without CARDWRITER_TOKEN, use the sign-in saved by login
+	// signedOutOK (stdio): with no saved sign-in, serve anyway, every call answering how to sign
+	// in (a host shows "Connection closed" for a server that exits, and the reason is lost).
+	signedOutOK bool
 	// requestTokens (http with --auth proxy or passthrough): each MCP request brings its own
 	// card service token, in its context (see httpauth.go).
 	requestTokens bool
@@ -246,6 +251,11 @@ func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, er
 		return nil, err
 	}
 	src, err := auth.NewSource(store, f.apiHost, auth.SourceOptions{Logger: logger.With("component", "auth")})
+	if errors.Is(err, auth.ErrNotSignedIn) && f.signedOutOK {
+		msg := fmt.Sprintf("Not signed in to the card service at %s: run `cardwriter-mcp login --api-host %s` in a terminal (or set CARDWRITER_TOKEN in this server's configuration), then call the tool again; restarting the host is not needed.", f.apiHost, f.apiHost)
+		logger.Warn("serving without a sign-in: every tool call answers how to sign in", "apiHost", f.apiHost)
+		return &signedOut{msg: msg, store: store, apiHost: f.apiHost, logger: logger}, nil
+	}
 	if errors.Is(err, auth.ErrNotSignedIn) {
 		return nil, fmt.Errorf("not signed in to %s: run `cardwriter-mcp login --api-host %s` first, or set CARDWRITER_TOKEN to an access token (scope mcp:card-writer), or use --sandbox", f.apiHost, f.apiHost)
 	}
@@ -253,6 +263,52 @@ func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, er
 		return nil, err
 	}
 	return src, nil
+}
+
+// signedOut is the token source of a stdio server started before its user signed in: each call
+// looks for the sign-in again (login may have run since), and without one fails with an
+// upstream.AuthError whose message says how to sign in, which the tools return as the result.
+// Once found, the sign-in serves as it would have from the start (refreshed as needed).
+type signedOut struct {
+	msg     string
+	store   *auth.Store
+	apiHost string
+	logger  *slog.Logger
+
+	mu  sync.Mutex
+	src *auth.Source
+}
+
+// source returns the saved sign-in, once there is one.
+func (s *signedOut) source() (*auth.Source, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.src == nil {
+		src, err := auth.NewSource(s.store, s.apiHost, auth.SourceOptions{Logger: s.logger.With("component", "auth")})
+		if err != nil {
+			return nil, &upstream.AuthError{Message: s.msg}
+		}
+		s.src = src
+	}
+	return s.src, nil
+}
+
+// Token returns the saved sign-in's access token.
+func (s *signedOut) Token(ctx context.Context) (upstream.Token, error) {
+	src, err := s.source()
+	if err != nil {
+		return "", err
+	}
+	return src.Token(ctx)
+}
+
+// Refresh refreshes the saved sign-in's access token.
+func (s *signedOut) Refresh(ctx context.Context, rejected upstream.Token) (upstream.Token, error) {
+	src, err := s.source()
+	if err != nil {
+		return "", err
+	}
+	return src.Refresh(ctx, rejected)
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.
