@@ -76,10 +76,10 @@ var typeKeywords = map[string]string{
 	"patternProperties": "object", "minProperties": "object", "maxProperties": "object",
 	"propertyNames": "object", "dependentRequired": "object", "dependentSchemas": "object",
 	"unevaluatedProperties": "object",
-	"items": "array", "prefixItems": "array", "minItems": "array", "maxItems": "array",
+	"items":                 "array", "prefixItems": "array", "minItems": "array", "maxItems": "array",
 	"uniqueItems": "array", "contains": "array", "minContains": "array", "maxContains": "array",
 	"unevaluatedItems": "array",
-	"minLength": "string", "maxLength": "string", "pattern": "string", "format": "string",
+	"minLength":        "string", "maxLength": "string", "pattern": "string", "format": "string",
 	"minimum": "number", "maximum": "number", "exclusiveMinimum": "number",
 	"exclusiveMaximum": "number", "multipleOf": "number",
 }
