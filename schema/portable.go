@@ -75,11 +75,13 @@ var typeKeywords = map[string]string{
 	"properties": "object", "required": "object", "additionalProperties": "object",
 	"patternProperties": "object", "minProperties": "object", "maxProperties": "object",
 	"propertyNames": "object", "dependentRequired": "object", "dependentSchemas": "object",
-	"unevaluatedProperties": "object",
-	"items":                 "array", "prefixItems": "array", "minItems": "array", "maxItems": "array",
+	"unevaluatedProperties": "object", "unevaluatedItems": "array",
+
+	"items": "array", "prefixItems": "array", "minItems": "array", "maxItems": "array",
 	"uniqueItems": "array", "contains": "array", "minContains": "array", "maxContains": "array",
-	"unevaluatedItems": "array",
-	"minLength":        "string", "maxLength": "string", "pattern": "string", "format": "string",
+
+	"minLength": "string", "maxLength": "string", "pattern": "string", "format": "string",
+
 	"minimum": "number", "maximum": "number", "exclusiveMinimum": "number",
 	"exclusiveMaximum": "number", "multipleOf": "number",
 }
