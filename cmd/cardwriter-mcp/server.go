@@ -253,7 +253,8 @@ func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, er
 	src, err := auth.NewSource(store, f.apiHost, auth.SourceOptions{Logger: logger.With("component", "auth")})
 	if errors.Is(err, auth.ErrNotSignedIn) && f.signedOutOK {
 		msg := fmt.Sprintf("Not signed in to the card service at %s: run `cardwriter-mcp login --api-host %s` in a terminal (or set CARDWRITER_TOKEN in this server's configuration), then call the tool again; restarting the host is not needed.", f.apiHost, f.apiHost)
-		logger.Warn("serving without a sign-in: every tool call answers how to sign in", "apiHost", f.apiHost)
+		logger.Warn("serving without a sign-in: every tool call answers how to sign in", "apiHost", f.apiHost,
+			"fix", "run `cardwriter-mcp login --api-host "+f.apiHost+"`")
 		return &signedOut{msg: msg, store: store, apiHost: f.apiHost, logger: logger}, nil
 	}
 	if errors.Is(err, auth.ErrNotSignedIn) {
