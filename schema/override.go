@@ -23,6 +23,8 @@ type Table struct {
 	ops  []Operation
 	doc  []byte // the document the operations' pointers point into
 	note string // where the corrections came from, "" for the embedded contract
+	// warnings name the corrections of operations the API document shows (see LoadOverride).
+	warnings []string
 
 	compileOnce sync.Once
 	compiler    *jsonschema.Compiler
@@ -60,6 +62,10 @@ func (t *Table) Lookup(id string) (Operation, bool) {
 
 // Operations returns the table's operations, sorted by path then method.
 func (t *Table) Operations() []Operation { return slices.Clone(t.ops) }
+
+// Warnings name the corrections the table makes to operations the API document shows: allowed,
+// since the real service may differ from its document, but worth saying.
+func (t *Table) Warnings() []string { return slices.Clone(t.warnings) }
 
 // Source says where the table's corrections came from: "" for the embedded contract.
 func (t *Table) Source() string { return t.note }
@@ -126,9 +132,12 @@ var pathVar = regexp.MustCompile(`\{([^{}]*)\}`)
 // contract, operation by operation: each operation it has, found by operationId, replaces the
 // embedded one of that id (method, path, parameters, request body, responses), and the schemas,
 // parameters and responses under its components are added to the contract's or replace them.
-// Only operations the contract marks x-assumed (what the API document does not show) may be
-// overridden; the parameters must keep the names the tools fill (in the path or the query), so
-// that the tools keep their inputs. Every problem found is reported in one *OverrideError.
+// The document may be a whole copy of the contract: what it holds unchanged (operations,
+// path-level fields, components of other kinds) is passed over. An operation the API document
+// shows (not x-assumed) may be corrected too, and the table's Warnings name it; the OAuth
+// operations may not (sign-in endpoints come from the service's metadata). The parameters must
+// keep the names the tools fill (in the path or the query), so that the tools keep their inputs.
+// Every problem found is reported in one *OverrideError.
 func LoadOverride(source string, data []byte) (*Table, error) {
 	fail := func(problems ...string) (*Table, error) {
 		return nil, &OverrideError{Source: source, Problems: problems}
@@ -162,8 +171,10 @@ func LoadOverride(source string, data []byte) (*Table, error) {
 				problems = append(problems, fmt.Sprintf("components.%s must be an object", kind))
 				continue
 			}
-			switch kind {
-			case "schemas", "parameters", "responses":
+			switch {
+			case kind == "schemas" || kind == "parameters" || kind == "responses":
+			case sameJSON(m, baseComps[kind]):
+				continue // a whole copy's: unchanged
 			default:
 				problems = append(problems, fmt.Sprintf("components.%s: only schemas, parameters and responses can be overridden", kind))
 				continue
@@ -178,7 +189,9 @@ func LoadOverride(source string, data []byte) (*Table, error) {
 	}
 	embedded := Embedded()
 	basePaths := base["paths"].(map[string]any)
+	original := maps.Clone(basePaths) // the path items before any operation moves
 	seen := map[string]bool{}
+	var warnings []string
 	for _, p := range slices.Sorted(maps.Keys(paths)) {
 		item, ok := paths[p].(map[string]any)
 		if !ok {
@@ -189,6 +202,11 @@ func LoadOverride(source string, data []byte) (*Table, error) {
 			problems = append(problems, fmt.Sprintf("path %q must start with /", p))
 		}
 		for _, method := range slices.Sorted(maps.Keys(item)) {
+			if !slices.Contains(methods, method) {
+				if baseItem, ok := original[p].(map[string]any); ok && sameJSON(item[method], baseItem[method]) {
+					continue // a whole copy's path-level field, unchanged
+				}
+			}
 			if method == "parameters" || method == "summary" || method == "description" {
 				problems = append(problems, fmt.Sprintf("paths[%q].%s: give parameters on each operation", p, method))
 				continue
@@ -207,17 +225,19 @@ func LoadOverride(source string, data []byte) (*Table, error) {
 			case !found:
 				problems = append(problems, fmt.Sprintf("%s %s: the contract has no operation %q (operations: %s)", strings.ToUpper(method), p, id, strings.Join(operationIDs(embedded), ", ")))
 				continue
+			case p == old.Path && method == strings.ToLower(old.Method) && sameJSON(opRaw, operationRaw(contract, old)):
+				continue // a whole copy's: unchanged
 			case old.Server != ServerAPI:
 				problems = append(problems, fmt.Sprintf("%s: an OAuth operation; sign-in endpoints come from the service's metadata, not from here", id))
-				continue
-			case !old.Assumed:
-				problems = append(problems, fmt.Sprintf("%s: shown by the API document (not x-assumed), so it is not overridden", id))
 				continue
 			case seen[id]:
 				problems = append(problems, fmt.Sprintf("%s: overridden twice", id))
 				continue
 			}
 			seen[id] = true
+			if !old.Assumed {
+				warnings = append(warnings, fmt.Sprintf("%s is shown by the API document; corrected to %s %s all the same", id, strings.ToUpper(method), p))
+			}
 			problems = append(problems, checkOverrideOp(id, p, opRaw, old, base)...)
 			// Move the operation: drop the embedded one, put the override's in its place.
 			removeOperation(basePaths, old)
@@ -245,6 +265,9 @@ func LoadOverride(source string, data []byte) (*Table, error) {
 			target[method] = merged
 		}
 	}
+	if len(seen) == 0 && len(problems) == 0 && len(paths) > 0 {
+		problems = append(problems, `"paths" holds no operation that differs from the contract's`)
+	}
 	if len(problems) > 0 {
 		return fail(problems...)
 	}
@@ -256,7 +279,8 @@ func LoadOverride(source string, data []byte) (*Table, error) {
 	if err != nil {
 		return fail(err.Error())
 	}
-	t := &Table{ops: ops, doc: doc, note: source}
+	sort.Strings(warnings)
+	t := &Table{ops: ops, doc: doc, note: source, warnings: warnings}
 	// Every schema the corrected operations point at must resolve and compile.
 	for id := range seen {
 		op, _ := t.Lookup(id)
@@ -383,6 +407,14 @@ func removeOperation(paths map[string]any, old Operation) {
 		}
 	}
 	delete(paths, old.Path)
+}
+
+// sameJSON reports whether a and b, decoded JSON (numbers as json.Number or float64), encode
+// alike.
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && bytes.Equal(ja, jb)
 }
 
 // operationRaw returns the embedded operation as decoded JSON.

@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -89,7 +91,7 @@ func TestLoadOverrideErrors(t *testing.T) {
 		{"nothing to override", `{"openapi":"3.1.0"}`, `"paths" holds no operation`},
 		{"unknown operation", op("/x", "get", `{"operationId":"getEverything"}`), `no operation "getEverything"`},
 		{"no operationId", op("/x", "get", `{}`), "no operationId"},
-		{"shown by the document", op("/trial-cards/{clientKey}", "get", `{"operationId":"getTrialCard","parameters":[{"name":"clientKey","in":"path","schema":{"type":"string"}}]}`), "not x-assumed"},
+		{"an empty path item", `{"openapi":"3.1.0","paths":{"/nope":{}}}`, `"paths" holds no operation that differs`},
 		{"an OAuth operation", op("/oauth/token2", "post", `{"operationId":"exchangeToken"}`), "OAuth operation"},
 		{"not a method", op("/trial-cards/{clientKey}", "fetch", `{"operationId":"upsertTrialCard"}`), "not an HTTP method"},
 		{"path without a slash", op("trial-cards/{clientKey}", "post", `{"operationId":"upsertTrialCard","parameters":[{"name":"clientKey","in":"path","schema":{"type":"string"}}],`+upsertBody+`}`), "must start with /"},
@@ -130,4 +132,84 @@ func FuzzLoadOverride(f *testing.F) {
 			t.Fatal("no table and no error")
 		}
 	})
+}
+
+// TestLoadOverrideWholeContract: a whole copy of the contract with one operation changed is
+// the correction of that operation (the unchanged ones are passed over); a whole copy with
+// nothing changed corrects nothing and says so.
+func TestLoadOverrideWholeContract(t *testing.T) {
+	t.Parallel()
+	copyWith := func(t *testing.T, edit func(paths map[string]any)) []byte {
+		t.Helper()
+		var doc map[string]any
+		dec := json.NewDecoder(bytes.NewReader(contract))
+		dec.UseNumber()
+		if err := dec.Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		edit(doc["paths"].(map[string]any))
+		out, err := json.MarshalIndent(doc, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	// The trial upsert as POST, the rest as shipped.
+	moved := copyWith(t, func(paths map[string]any) {
+		item := paths["/trial-cards/{clientKey}"].(map[string]any)
+		item["post"] = item["put"]
+		delete(item, "put")
+	})
+	table, err := LoadOverride("whole.json", moved)
+	if err != nil {
+		t.Fatalf("a whole copy with one method changed: %v", err)
+	}
+	if op, _ := table.Lookup("upsertTrialCard"); op.Method != "POST" {
+		t.Errorf("upsertTrialCard = %s, want POST", op.Method)
+	}
+	for _, id := range operationIDs(Embedded()) {
+		if id == "upsertTrialCard" {
+			continue
+		}
+		got, _ := table.Lookup(id)
+		want, _ := Embedded().Lookup(id)
+		if got.Method != want.Method || got.Path != want.Path {
+			t.Errorf("%s moved: %s %s", id, got.Method, got.Path)
+		}
+	}
+	if w := table.Warnings(); len(w) != 0 {
+		t.Errorf("warnings for an x-assumed correction: %q", w)
+	}
+
+	if _, err := LoadOverride("same.json", copyWith(t, func(map[string]any) {})); err == nil || !strings.Contains(err.Error(), "no operation that differs") {
+		t.Errorf("an unchanged copy: %v", err)
+	}
+
+	// A documented operation that the real service does differently can be corrected, and
+	// the table names it.
+	documented := copyWith(t, func(paths map[string]any) {
+		item := paths["/trial-cards/{clientKey}"].(map[string]any)
+		get := item["get"].(map[string]any)
+		paths["/trial-cards/{clientKey}/detail"] = map[string]any{"get": get}
+		delete(item, "get")
+	})
+	table, err = LoadOverride("documented.json", documented)
+	if err != nil {
+		t.Fatalf("a documented operation corrected: %v", err)
+	}
+	if op, _ := table.Lookup("getTrialCard"); op.Path != "/trial-cards/{clientKey}/detail" {
+		t.Errorf("getTrialCard at %s", op.Path)
+	}
+	if w := table.Warnings(); len(w) != 1 || !strings.Contains(w[0], "getTrialCard is shown by the API document") {
+		t.Errorf("warnings: %q", w)
+	}
+
+	// The sign-in endpoints stay the service's metadata's.
+	oauth := copyWith(t, func(paths map[string]any) {
+		paths["/oauth/token2"] = paths["/oauth/token"]
+		delete(paths, "/oauth/token")
+	})
+	if _, err := LoadOverride("oauth.json", oauth); err == nil || !strings.Contains(err.Error(), "OAuth operation") {
+		t.Errorf("an OAuth operation moved: %v", err)
+	}
 }

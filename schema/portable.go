@@ -5,10 +5,12 @@ import "reflect"
 // Portable returns a self-contained schema rewritten into the forms every MCP client and model
 // provider accepts, with the same meaning: a bare true or false where a subschema is expected
 // (a property, an item) becomes {} or {"not": {}}, and a list of types ("type": ["object",
-// "null"]) becomes anyOf branches of one type each, the other keywords staying beside them
-// (they apply to their own instance types only). additionalProperties keeps its booleans, which
-// every client reads. The MCP Inspector's --strict check reports the first two forms as errors
-// and warnings.
+// "null"]) becomes anyOf branches of one type each, the keywords that apply to one type only
+// (properties, required, items, minLength, ...) moving into that type's branch, where they
+// mean what they meant beside the list; the others (description, enum, ...) stay beside it.
+// additionalProperties keeps its booleans, which every client reads. The MCP Inspector's
+// --strict check reports the first two forms as errors and warnings, and ajv (Gemini CLI's
+// validator) warns of type keywords beside an anyOf with no type ("strictTypes").
 func Portable(s map[string]any) map[string]any {
 	out := make(map[string]any, len(s))
 	for k, v := range s {
@@ -37,7 +39,25 @@ func Portable(s map[string]any) map[string]any {
 	delete(out, "type")
 	branches := make([]any, len(types))
 	for i, t := range types {
-		branches[i] = map[string]any{"type": t}
+		branch := map[string]any{"type": t}
+		name, _ := t.(string)
+		for k, v := range out {
+			if applies(typeKeywords[k], name) {
+				branch[k] = v
+			}
+		}
+		branches[i] = branch
+	}
+	for k := range out {
+		if typeKeywords[k] == "" {
+			continue
+		}
+		for _, t := range types {
+			if name, _ := t.(string); applies(typeKeywords[k], name) {
+				delete(out, k) // moved into its type's branch
+				break
+			}
+		}
 	}
 	if existing, has := out["anyOf"]; has {
 		delete(out, "anyOf")
@@ -47,6 +67,28 @@ func Portable(s map[string]any) map[string]any {
 		out["anyOf"] = branches
 	}
 	return out
+}
+
+// typeKeywords are the keywords that apply to instances of one type only, by that type
+// ("number" keywords apply to integers too).
+var typeKeywords = map[string]string{
+	"properties": "object", "required": "object", "additionalProperties": "object",
+	"patternProperties": "object", "minProperties": "object", "maxProperties": "object",
+	"propertyNames": "object", "dependentRequired": "object", "dependentSchemas": "object",
+	"unevaluatedProperties": "object", "unevaluatedItems": "array",
+
+	"items": "array", "prefixItems": "array", "minItems": "array", "maxItems": "array",
+	"uniqueItems": "array", "contains": "array", "minContains": "array", "maxContains": "array",
+
+	"minLength": "string", "maxLength": "string", "pattern": "string", "format": "string",
+
+	"minimum": "number", "maximum": "number", "exclusiveMinimum": "number",
+	"exclusiveMaximum": "number", "multipleOf": "number",
+}
+
+// applies reports whether a keyword of kind (typeKeywords) applies to instances of type t.
+func applies(kind, t string) bool {
+	return kind != "" && (kind == t || kind == "number" && t == "integer")
 }
 
 // foldPlaceholders replaces the placeholders ({} for a name listed only so that

@@ -90,8 +90,12 @@ func TestPortable(t *testing.T) {
 	tests := []schemaCase{
 		{"bare booleans in subschema places", `{"type":"object","properties":{"a":true,"b":false},"items":true,"additionalProperties":false}`,
 			`{"type":"object","properties":{"a":{},"b":{"not":{}}},"items":{},"additionalProperties":false}`},
-		{"a type list becomes anyOf", `{"type":["object","null"],"properties":{"x":{"type":"string"}},"required":["x"]}`,
-			`{"anyOf":[{"type":"object"},{"type":"null"}],"properties":{"x":{"type":"string"}},"required":["x"]}`},
+		// The object keywords move into the object branch (ajv warns of them beside an anyOf
+		// with no type); the others stay.
+		{"a type list becomes anyOf", `{"type":["object","null"],"description":"d","properties":{"x":{"type":"string"}},"required":["x"]}`,
+			`{"anyOf":[{"properties":{"x":{"type":"string"}},"required":["x"],"type":"object"},{"type":"null"}],"description":"d"}`},
+		{"number keywords go to integer branches too", `{"type":["integer","string","null"],"minimum":1,"maxLength":4}`,
+			`{"anyOf":[{"minimum":1,"type":"integer"},{"maxLength":4,"type":"string"},{"type":"null"}]}`},
 		{"beside an anyOf", `{"type":["string","number"],"anyOf":[{"minLength":1},{"minimum":1}]}`,
 			`{"allOf":[{"anyOf":[{"minLength":1},{"minimum":1}]},{"anyOf":[{"type":"string"},{"type":"number"}]}]}`},
 		{"deep, in then and allOf", `{"allOf":[{"if":{"properties":{"op":{"const":"delete"}}},"then":{"properties":{"name":false}}}]}`,

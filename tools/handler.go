@@ -150,6 +150,9 @@ func (t *Tool) prepare(raw json.RawMessage) (params map[string]string, body, ext
 		}
 		return nil, nil, nil, invalidArguments([]schema.Problem{{InstanceLocation: "/", Message: err.Error()}})
 	}
+	if raw, err = t.dropHostArguments(raw, inst); err != nil {
+		return nil, nil, nil, err
+	}
 	if err := t.input.Validate(inst); err != nil {
 		var ve *schema.ValidationError
 		if errors.As(err, &ve) {
@@ -215,6 +218,37 @@ func (t *Tool) prepare(raw json.RawMessage) (params map[string]string, body, ext
 		return nil, nil, nil, fmt.Errorf("encode the body of %s: %w", t.Name, err)
 	}
 	return params, body, extra, nil
+}
+
+// dropHostArguments removes from the decoded arguments inst, and from raw, the host additions
+// the tool does not declare (see hostArguments), returning raw without them.
+func (t *Tool) dropHostArguments(raw json.RawMessage, inst any) (json.RawMessage, error) {
+	args, ok := inst.(map[string]any)
+	if !ok {
+		return raw, nil
+	}
+	var drop []string
+	for _, name := range t.dropped {
+		if _, ok := args[name]; ok {
+			drop = append(drop, name)
+			delete(args, name)
+		}
+	}
+	if len(drop) == 0 {
+		return raw, nil
+	}
+	fields, err := splitObject(raw)
+	if err != nil {
+		return nil, fmt.Errorf("split the arguments of %s: %w", t.Name, err)
+	}
+	for _, name := range drop {
+		fields.take(name)
+	}
+	out, err := fields.encode(len(raw))
+	if err != nil {
+		return nil, fmt.Errorf("encode the arguments of %s: %w", t.Name, err)
+	}
+	return out, nil
 }
 
 // rawArguments returns the call's arguments as JSON, as they came over the wire when known.

@@ -204,18 +204,49 @@ func (p prompt) mcpPrompt() mcp.Prompt {
 	return mcp.NewPrompt(p.name, opts...)
 }
 
+// wordSplitters are the clients (by clientInfo.name) known to split what a user types after a
+// prompt's name on spaces and hand the words to the prompt's arguments one by one, dropping the
+// words past the last argument: Claude Code (anthropics/claude-code#14210).
+var wordSplitters = []string{"claude-code"}
+
+// cutShortNote is added to a prompt whose free text may have lost words to such a client.
+const cutShortNote = "\n\nNote: this host passes a prompt only the first words the user typed after its name. If the text above looks cut short, ask the user for the whole of it (or take it from what they said before) before you start."
+
 func (p prompt) handler() server.PromptHandlerFunc {
-	return func(_ context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		args := map[string]string{}
 		for _, a := range p.args {
-			v := strings.TrimSpace(req.Params.Arguments[a.name])
-			if a.required && v == "" {
+			args[a.name] = strings.TrimSpace(req.Params.Arguments[a.name])
+		}
+		note := ""
+		if splitsWords(ctx) {
+			// The words are the user's text in order, not named values: they all belong to
+			// the first argument, the free text.
+			var words []string
+			for _, a := range p.args {
+				if v := args[a.name]; v != "" {
+					words = append(words, v)
+				}
+				args[a.name] = ""
+			}
+			args[p.args[0].name] = strings.Join(words, " ")
+			if len(words) >= len(p.args) {
+				note = cutShortNote
+			}
+		}
+		for _, a := range p.args {
+			if a.required && args[a.name] == "" {
 				return nil, fmt.Errorf("prompt %s needs the argument %s", p.name, a.name)
 			}
-			args[a.name] = v
 		}
 		return mcp.NewGetPromptResult(p.description, []mcp.PromptMessage{
-			mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(p.render(args))),
+			mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(p.render(args)+note)),
 		}), nil
 	}
+}
+
+// splitsWords reports whether the client of ctx's session is one of wordSplitters.
+func splitsWords(ctx context.Context) bool {
+	cs, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	return ok && slices.Contains(wordSplitters, cs.GetClientInfo().Name)
 }

@@ -79,7 +79,16 @@ type Tool struct {
 	output       *schema.Validator
 	op           schema.Operation
 	extra        []string // the arguments tools.json's extensions add, sorted
+	// dropped are the hostArguments this tool's input schema does not declare: removed from a
+	// call's arguments before validation.
+	dropped []string
 }
+
+// hostArguments are arguments that known hosts add to every tool call on their own, which a
+// strict input schema would refuse: Gemini CLI's wait_for_previous (it declares the argument to
+// its model for every tool and passes it on; its own known bug). Only these are dropped, and
+// only from tools that do not declare them; every other unknown argument is still refused.
+var hostArguments = []string{"wait_for_previous"}
 
 // InputSchema returns the tool's advertised input schema (self-contained JSON Schema).
 func (t Tool) InputSchema() json.RawMessage { return slices.Clone(t.inputSchema) }
@@ -196,6 +205,12 @@ func build(defs []Tool) ([]Tool, error) {
 		in, outSchema = schema.Portable(in), schema.Portable(outSchema)
 		if t.inputSchema, err = json.Marshal(in); err != nil {
 			return nil, fmt.Errorf("tools: %s: input schema: %w", t.Name, err)
+		}
+		props, _ := in["properties"].(map[string]any)
+		for _, name := range hostArguments {
+			if _, declared := props[name]; !declared {
+				t.dropped = append(t.dropped, name)
+			}
 		}
 		if t.outputSchema, err = json.Marshal(outSchema); err != nil {
 			return nil, fmt.Errorf("tools: %s: output schema: %w", t.Name, err)

@@ -7,8 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
@@ -26,12 +28,11 @@ type doctorCheck struct {
 // file, or the sandbox with --sandbox; with --public-url, the HTTP server's state key. It
 // exits 1 when a check fails.
 func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("doctor", "doctor [--api-host URL | --sandbox] [--contract FILE]", stderr)
+	fs := newFlagSet("doctor", "doctor [--api-host URL | --sandbox] [--contract FILE]", stdout, stderr, envToken, envConfigDir)
 	var f serverFlags
-	f.register(fs)
-	var af httpAuthFlags // the HTTP server's state key, checked when --public-url is given
+	serviceFlags(fs, &f, "with --sandbox: file of the sandbox's state to check (default: memory only)") // the setup of the person who runs it: their saved sign-in
+	var af httpAuthFlags                                                                                // the HTTP server's state key, checked when --public-url is given
 	af.registerKeys(fs)
-	f.savedGrant = true // the setup of the person who runs it: their saved sign-in
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
 	}
@@ -52,10 +53,14 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		add(c)
 	}
 	if f.contract != "" {
-		if _, err := loadContract(f.contract); err != nil {
+		if table, err := loadContract(f.contract); err != nil {
 			add(doctorCheck{name: "contract", result: err.Error(), fix: "correct the file (README, \"Correcting the contract\")"})
 		} else {
-			add(doctorCheck{name: "contract", result: f.contract + " applies", ok: true})
+			result := f.contract + " applies"
+			if w := table.Warnings(); len(w) > 0 {
+				result += "; " + strings.Join(w, "; ")
+			}
+			add(doctorCheck{name: "contract", result: result, ok: true})
 		}
 	}
 	switch {
@@ -65,6 +70,11 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		add(doctorCheck{name: "card service", result: "no --api-host (or CARDWRITER_API_HOST)", fix: "give the card service's address, or use --sandbox to try it offline"})
 		return printDoctor(stdout, checks)
 	default:
+		if origin, ok := serviceOrigin(f.apiHost); !ok {
+			add(doctorCheck{name: "card service", result: f.apiHost + " is not an origin (scheme://host[:port]); the API's /open/v1 is added for you",
+				fix: "use --api-host " + origin})
+			return printDoctor(stdout, checks)
+		}
 		add(reachable(ctx, f.apiHost))
 		if os.Getenv("CARDWRITER_TOKEN") != "" {
 			add(doctorCheck{name: "sign-in", result: "CARDWRITER_TOKEN is set; it is used instead of a saved sign-in", ok: true})
@@ -108,7 +118,26 @@ func reachable(ctx context.Context, apiHost string) doctorCheck {
 		return doctorCheck{name: "card service", result: apiHost + " does not answer", fix: "check the address, and that this machine reaches it"}
 	}
 	resp.Body.Close()
-	return doctorCheck{name: "card service", result: fmt.Sprintf("%s answers (%d without a token)", apiHost, resp.StatusCode), ok: true}
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden || resp.StatusCode/100 == 2:
+		return doctorCheck{name: "card service", result: fmt.Sprintf("%s answers (%d without a token)", apiHost, resp.StatusCode), ok: true}
+	case resp.StatusCode == http.StatusNotFound:
+		return doctorCheck{name: "card service", result: fmt.Sprintf("%s answers 404 at /open/v1/me: no card service API there", apiHost),
+			fix: "check the address: --api-host is the origin the card service's API lives under (/open/v1)"}
+	}
+	return doctorCheck{name: "card service", result: fmt.Sprintf("%s answers %d at /open/v1/me (want 401 without a token)", apiHost, resp.StatusCode),
+		fix: "check the address; if it is right, the card service has a problem: try again later"}
+}
+
+// serviceOrigin returns the origin of an --api-host value, and whether the value is that
+// origin (a path such as /open/v1 is a likely mistake: the client adds it).
+func serviceOrigin(apiHost string) (string, bool) {
+	u, err := url.Parse(apiHost)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return apiHost, true // reachable says what is wrong with it
+	}
+	origin := u.Scheme + "://" + u.Host
+	return origin, strings.TrimSuffix(apiHost, "/") == origin
 }
 
 // savedSignInCheck reports the saved sign-in of apiHost and when its access token expires.

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"strings"
 	"testing"
@@ -32,6 +34,8 @@ func TestDoctor(t *testing.T) {
 	dead := "http://" + ln.Addr().String()
 	ln.Close()
 	host, token := standIn(t, nil)
+	notFound := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(notFound.Close)
 	tests := []struct {
 		name string
 		args []string
@@ -48,6 +52,10 @@ func TestDoctor(t *testing.T) {
 			[]string{"FAIL state key", "outside the state directory", "CARDWRITER_STATE_KEY"}},
 		{"a public URL with a state key", []string{"--sandbox", "--public-url", "https://mcp.example.com"},
 			[]string{"CARDWRITER_STATE_KEY=MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}, 0, []string{"ok   state key", "outside the state directory"}},
+		// The API's path given with the address: say to drop it, and advise nothing with it.
+		{"the API path in the address", []string{"--api-host", host + "/open/v1"}, nil, 1, []string{"FAIL card service", "not an origin", "use --api-host " + host + "\n"}},
+		// A server that answers 404 everywhere is no card service.
+		{"404 everywhere", []string{"--api-host", notFound.URL}, []string{"CARDWRITER_TOKEN=" + token}, 1, []string{"FAIL card service", "404 at /open/v1/me"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,6 +68,9 @@ func TestDoctor(t *testing.T) {
 				if !strings.Contains(out, w) {
 					t.Errorf("lacks %q:\n%s", w, out)
 				}
+			}
+			if strings.Contains(out, "--api-host "+host+"/open/v1") {
+				t.Errorf("advises the wrong address:\n%s", out)
 			}
 			if strings.Contains(out, token) {
 				t.Error("the token was printed")

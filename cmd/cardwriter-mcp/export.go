@@ -19,15 +19,16 @@ import (
 // ones as the result's second content).
 type exporter struct {
 	command, usage, tool, idArg string
+	idWord                      string // the operand's name in the usage
 	formats, binary             []string
 }
 
 var (
-	cardExporter = exporter{command: "export", tool: "export_tavern_card", idArg: "roleId",
-		usage:   "export ROLE_ID -o FILE [--format json|png|charx] [--sandbox [--sandbox-data FILE] | --api-host URL]",
+	cardExporter = exporter{command: "export", tool: "export_tavern_card", idArg: "roleId", idWord: "ROLE_ID",
+		usage:   "export ROLE_ID -o FILE [--format json|png|charx] [--sandbox [--sandbox-data FILE] | --api-host URL [--contract FILE]]",
 		formats: []string{"json", "png", "charx"}, binary: []string{"png", "charx"}}
-	worldbookExporter = exporter{command: "export-worldbook", tool: "export_tavern_worldbook", idArg: "worldbookId",
-		usage:   "export-worldbook WORLDBOOK_ID -o FILE [--format worldinfo|lorebook_v3] [--sandbox [--sandbox-data FILE] | --api-host URL]",
+	worldbookExporter = exporter{command: "export-worldbook", tool: "export_tavern_worldbook", idArg: "worldbookId", idWord: "WORLDBOOK_ID",
+		usage:   "export-worldbook WORLDBOOK_ID -o FILE [--format worldinfo|lorebook_v3] [--sandbox [--sandbox-data FILE] | --api-host URL [--contract FILE]]",
 		formats: []string{"worldinfo", "lorebook_v3"}}
 )
 
@@ -43,34 +44,38 @@ func runExportWorldbook(ctx context.Context, args []string, stdout, stderr io.Wr
 }
 
 func (x exporter) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet(x.command, x.usage, stderr)
+	fs := newFlagSet(x.command, x.usage, stdout, stderr, cliEnv...)
 	var f serverFlags
-	cliFlags(fs, &f)
+	fileFlags(fs, &f)
 	var out string
-	fs.StringVar(&out, "o", "", "the file to write (- for stdout)")
-	fs.StringVar(&out, "output", "", "the file to write (same as -o)")
+	cliOnlyString(fs, &out, "o", "", "the file to write (- for stdout)")
+	cliOnlyString(fs, &out, "output", "", "the file to write (same as -o)")
 	help := strings.Join(x.formats, ", ") + " (default: " + x.formats[0]
 	if len(x.binary) > 0 {
 		help += ", or by the file name's extension: ." + strings.Join(x.binary, " or .")
 	}
-	format := fs.String("format", "", help+")")
+	var format string
+	cliOnlyString(fs, &format, "format", "", help+")")
 	pos, err := parseWithPositional(fs, args, 1)
 	if err != nil {
 		return helpOK(err)
+	}
+	if err := f.keepSandbox(); err != nil {
+		return err
 	}
 	if out == "" {
 		fmt.Fprintf(stderr, "%s needs -o FILE (or -o - for stdout)\n", x.command)
 		fs.Usage()
 		return errUsage
 	}
-	if *format == "" {
-		*format = x.formats[0]
+	if format == "" {
+		format = x.formats[0]
 		if ext := strings.ToLower(strings.TrimPrefix(filepath.Ext(out), ".")); slices.Contains(x.binary, ext) {
-			*format = ext
+			format = ext
 		}
 	}
-	if !slices.Contains(x.formats, *format) {
-		return fmt.Errorf("--format %q: want %s", *format, strings.Join(x.formats, ", "))
+	if !slices.Contains(x.formats, format) {
+		return fmt.Errorf("--format %q: want %s", format, strings.Join(x.formats, ", "))
 	}
 	if f.tavern.aside, err = fileAside(); err != nil {
 		return err
@@ -80,15 +85,15 @@ func (x exporter) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	if err != nil {
 		return err
 	}
-	res, sc, err := callTool(ctx, b, x.tool, map[string]any{x.idArg: pos[0], "format": *format}, stderr)
+	res, sc, err := callTool(ctx, b, x.tool, map[string]any{x.idArg: pos[0], "format": format}, stderr)
 	if err != nil {
-		return err
+		return cliWords(err, map[string]string{x.idArg: x.idWord, "format": "--format"})
 	}
 	var data []byte
-	if slices.Contains(x.binary, *format) {
+	if slices.Contains(x.binary, format) {
 		s, _ := sc["dataBase64"].(string)
 		if data, err = base64.StdEncoding.DecodeString(s); err != nil || len(data) == 0 {
-			return fmt.Errorf("%s returned no %s file", x.tool, strings.ToUpper(*format))
+			return fmt.Errorf("%s returned no %s file", x.tool, strings.ToUpper(format))
 		}
 	} else {
 		if len(res.Content) < 2 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 )
 
@@ -18,31 +19,119 @@ func envName(name string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
 }
 
-// newFlagSet returns a flag set whose usage lists each flag with its environment variable.
-func newFlagSet(name, synopsis string, stderr io.Writer) *flag.FlagSet {
+// newFlagSet returns a flag set whose usage lists each flag with its environment variable (but
+// for the command-line-only ones, see cliOnly). --help (-h) prints the usage on stdout and
+// answers errHelp; a usage mistake prints it on stderr. env lists further environment variables
+// the command reads, "NAME  what it does", for the usage to name.
+func newFlagSet(name, synopsis string, stdout, stderr io.Writer, env ...string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	help := &helpFlag{}
+	fs.Var(help, "help", "show this help")
+	fs.Var(help, "h", "show this help")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: cardwriter-mcp %s\n\nFlags:\n", synopsis)
+		w := fs.Output()
+		if help.asked {
+			w = stdout
+		}
+		fmt.Fprintf(w, "Usage: cardwriter-mcp %s\n\nFlags:\n", synopsis)
 		fs.VisitAll(func(f *flag.Flag) {
+			if _, ok := f.Value.(*helpFlag); ok {
+				return
+			}
 			def := ""
 			if f.DefValue != "" && f.DefValue != "false" {
 				def = fmt.Sprintf(" (default %q)", f.DefValue)
 			}
-			fmt.Fprintf(stderr, "  --%s\n      %s%s [env %s]\n", f.Name, f.Usage, def, envName(f.Name))
+			dash := "--"
+			if len(f.Name) == 1 {
+				dash = "-"
+			}
+			envNote := ""
+			if !isCLIOnly(f) {
+				envNote = " [env " + envName(f.Name) + "]"
+			}
+			fmt.Fprintf(w, "  %s%s\n      %s%s%s\n", dash, f.Name, f.Usage, def, envNote)
 		})
+		if len(env) > 0 {
+			fmt.Fprintln(w, "\nEnvironment:")
+			for _, e := range env {
+				fmt.Fprintf(w, "  %s\n", e)
+			}
+		}
 	}
 	return fs
+}
+
+// helpFlag is --help and -h: asking for help prints the usage on stdout.
+type helpFlag struct{ asked bool }
+
+func (h *helpFlag) String() string   { return "" }
+func (h *helpFlag) IsBoolFlag() bool { return true }
+
+func (h *helpFlag) Set(string) error {
+	h.asked = true
+	return nil
+}
+
+// cliOnly marks a flag that only the command line sets (an output file, a report format): no
+// environment variable backs it.
+type cliOnly struct{ flag.Value }
+
+// cliOnlyString defines a string flag that no environment variable sets.
+func cliOnlyString(fs *flag.FlagSet, p *string, name, value, usage string) {
+	*p = value
+	fs.Var(cliOnly{(*stringValue)(p)}, name, usage)
+}
+
+// cliOnlyBool defines a bool flag that no environment variable sets.
+func cliOnlyBool(fs *flag.FlagSet, name, usage string) *bool {
+	p := new(bool)
+	fs.Var(cliOnly{(*boolValue)(p)}, name, usage)
+	return p
+}
+
+// IsBoolFlag passes on the wrapped value's.
+func (c cliOnly) IsBoolFlag() bool {
+	b, ok := c.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+func isCLIOnly(f *flag.Flag) bool {
+	_, ok := f.Value.(cliOnly)
+	return ok
+}
+
+// stringValue and boolValue are flag.Values over plain variables (the flag package's are not
+// exported).
+type (
+	stringValue string
+	boolValue   bool
+)
+
+func (s *stringValue) String() string     { return string(*s) }
+func (s *stringValue) Set(v string) error { *s = stringValue(v); return nil }
+func (b *boolValue) String() string       { return strconv.FormatBool(bool(*b)) }
+func (b *boolValue) IsBoolFlag() bool     { return true }
+
+func (b *boolValue) Set(v string) error {
+	x, err := strconv.ParseBool(v)
+	if err != nil {
+		return err
+	}
+	*b = boolValue(x)
+	return nil
 }
 
 // parseFlags parses args, then fills every flag not given on the command line from its
 // environment variable. aliases maps a flag to further variable names tried after its own.
 func parseFlags(fs *flag.FlagSet, args []string, aliases map[string][]string) error {
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return errHelp
-		}
 		return errUsage
+	}
+	if h, ok := fs.Lookup("help").Value.(*helpFlag); ok && h.asked {
+		fs.Usage()
+		return errHelp
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(fs.Output(), "unexpected argument %q\n", fs.Arg(0))
@@ -53,7 +142,10 @@ func parseFlags(fs *flag.FlagSet, args []string, aliases map[string][]string) er
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var err error
 	fs.VisitAll(func(f *flag.Flag) {
-		if set[f.Name] || err != nil {
+		if set[f.Name] || err != nil || isCLIOnly(f) {
+			return
+		}
+		if _, ok := f.Value.(*helpFlag); ok {
 			return
 		}
 		for _, name := range append([]string{envName(f.Name)}, aliases[f.Name]...) {
@@ -69,6 +161,15 @@ func parseFlags(fs *flag.FlagSet, args []string, aliases map[string][]string) er
 	})
 	return err
 }
+
+// The environment variables that back no flag, as the usage of each command that reads them
+// names them.
+const (
+	envToken        = "CARDWRITER_TOKEN             a card service access token (scope mcp:card-writer), used instead of the sign-in saved by login"
+	envConfigDir    = "CARDWRITER_CONFIG_DIR        the folder of the saved sign-in and the kept-aside tavern data (default: <user config dir>/cardwriter-mcp)"
+	envSandboxToken = "CARDWRITER_SANDBOX_TOKEN     with --sandbox: the demo user's access token (default: random, printed at start by http)"
+	envOTel         = "OTEL_EXPORTER_OTLP_ENDPOINT  send traces of the tool calls and card service calls there (OpenTelemetry; OTEL_* variables apply)"
+)
 
 // errHelp reports that --help was asked for and answered.
 var errHelp = errors.New("help requested")

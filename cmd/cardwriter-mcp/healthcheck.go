@@ -11,7 +11,7 @@ import (
 // runHealthcheck asks a running server whether it lives, for container health checks (the
 // image has no shell or curl): exit 0 on an answer below 500 within --timeout.
 func runHealthcheck(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("healthcheck", "healthcheck [--url http://127.0.0.1:8080/healthz]", stderr)
+	fs := newFlagSet("healthcheck", "healthcheck [--url http://127.0.0.1:8080/healthz]", stdout, stderr)
 	url := fs.String("url", "http://127.0.0.1:8080/healthz", "the address to ask: /healthz of `http`, or any path of `sandbox`")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
 	if err := parseFlags(fs, args, nil); err != nil {

@@ -81,8 +81,8 @@ var httpProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2
 // refused by its schema, as a result the model can read, rather than by the transport.
 func defaultMaxBody() int64 { return tools.LargestArgument(tools.All()) + 1<<20 }
 
-func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newFlagSet("http", "http [--addr 127.0.0.1:8080] [--api-host URL | --sandbox] [--auth proxy|passthrough|none] [--public-url URL] [flags]", stderr)
+func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("http", "http [--addr 127.0.0.1:8080] [--api-host URL | --sandbox] [--auth proxy|passthrough|none] [--public-url URL] [flags]", stdout, stderr, envConfigDir, envSandboxToken, envOTel)
 	var f serverFlags
 	f.register(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; the MCP endpoint is /mcp")
@@ -260,7 +260,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if b.sandbox != nil {
 		sandboxRoutes(mux, b.sandbox)
-		fmt.Fprintf(stderr, "card service sandbox (in-process): API at %s/open/v1 (demo token from CARDWRITER_SANDBOX_TOKEN)\n", base)
+		fmt.Fprintf(stderr, "card service sandbox (in-process): API at %s/open/v1, %s\n", base, demoTokenNote(b.sandbox))
 	}
 	fmt.Fprintf(stderr, "MCP endpoint: %s/mcp\n", base)
 	b.logger.Info("serving MCP over streamable HTTP", "addr", ln.Addr().String(), "auth", mode, "sandbox", withSandbox, "version", programVersion())
@@ -277,6 +277,16 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		b.logger.Warn("closing MCP sessions", "err", cerr)
 	}
 	return err
+}
+
+// demoTokenNote says which bearer token calls the sandbox's API by hand: the one
+// CARDWRITER_SANDBOX_TOKEN set, or the random one, shown (it is the emulator's, good only for
+// this process's demo user).
+func demoTokenNote(svc *sandbox.Service) string {
+	if os.Getenv("CARDWRITER_SANDBOX_TOKEN") != "" {
+		return "the demo user's bearer token is CARDWRITER_SANDBOX_TOKEN's"
+	}
+	return "the demo user's bearer token: " + svc.DemoToken()
 }
 
 // startSideSandbox serves the sandbox on a loopback port of its own (for --sandbox with
@@ -303,7 +313,7 @@ func startSideSandbox(ctx context.Context, f *serverFlags, stderr io.Writer) (st
 		defer close(done)
 		_ = serve(sctx, ln, svc.Handler(), logger.With("component", "sandbox"))
 	}()
-	fmt.Fprintf(stderr, "card service sandbox: API at %s/open/v1, sign-in at %s/oauth/authorize\n", apiHost, apiHost)
+	fmt.Fprintf(stderr, "card service sandbox: API at %s/open/v1, sign-in at %s/oauth/authorize, %s\n", apiHost, apiHost, demoTokenNote(svc))
 	return func() { cancel(); <-done }, apiHost, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -88,16 +89,55 @@ func (l *listFlag) Set(v string) error {
 	return nil
 }
 
-// cliFlags are the flags of import and export: the backend flags of stdio (the card service or
-// the sandbox, the token from CARDWRITER_TOKEN or the saved sign-in) and logging, quiet by default.
+// cliFlags are the flags of the commands that call the card service once (import, export,
+// export-worldbook, doctor, probe): the card service or the sandbox, the token from
+// CARDWRITER_TOKEN or the saved sign-in, the contract's corrections, and logging, quiet by
+// default.
 func cliFlags(fs *flag.FlagSet, f *serverFlags) {
-	fs.BoolVar(&f.sandbox, "sandbox", false, "use the card service sandbox in-process, with its demo user (no account, no network)")
-	fs.StringVar(&f.sandboxData, "sandbox-data", "", "with --sandbox: file that keeps the sandbox's state across runs (default: memory only)")
-	fs.StringVar(&f.apiHost, "api-host", "", "the card service's address, e.g. https://api.example.com (the API is under /open/v1)")
+	serviceFlags(fs, f, "with --sandbox: file that keeps the sandbox's state across runs (default: memory only)")
 	fs.StringVar(&f.level, "log-level", "warn", "log level: debug, info, warn or error")
 	fs.StringVar(&f.format, "log-format", "text", "log format on stderr: text or json")
-	f.savedGrant = true // like stdio: without CARDWRITER_TOKEN, the sign-in saved by login
 }
+
+// serviceFlags are the flags that choose the card service (or the sandbox) and its contract;
+// the token is CARDWRITER_TOKEN or the saved sign-in, as for stdio.
+func serviceFlags(fs *flag.FlagSet, f *serverFlags, sandboxDataUsage string) {
+	fs.BoolVar(&f.sandbox, "sandbox", false, "use the card service sandbox in-process, with its demo user (no account, no network)")
+	fs.StringVar(&f.sandboxData, "sandbox-data", "", sandboxDataUsage)
+	fs.StringVar(&f.apiHost, "api-host", "", "the card service's address, e.g. https://api.example.com (the API is under /open/v1)")
+	fs.StringVar(&f.contract, "contract", "", contractUsage)
+	f.savedGrant = true
+}
+
+// fileFlags are the flags of the commands that move files in and out (import, export,
+// export-worldbook): cliFlags, with a sandbox that lasts from one command to the next.
+func fileFlags(fs *flag.FlagSet, f *serverFlags) {
+	cliFlags(fs, f)
+	fs.Lookup("sandbox-data").Usage = "with --sandbox: file that keeps the sandbox's state (default: " + cliSandboxFile + " in the config directory, which import, export and export-worldbook share, so that a card imported into the sandbox can be exported by the next command)"
+}
+
+// cliSandboxFile is the file, in the config directory, of the sandbox that import, export and
+// export-worldbook share when --sandbox-data is not given.
+const cliSandboxFile = "cli-sandbox.json"
+
+// keepSandbox gives --sandbox without --sandbox-data the config directory's shared sandbox file.
+func (f *serverFlags) keepSandbox() error {
+	if !f.sandbox || f.sandboxData != "" {
+		return nil
+	}
+	dir, err := auth.Dir()
+	if err != nil {
+		return fmt.Errorf("--sandbox: %w; give --sandbox-data FILE", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("--sandbox: %w; give --sandbox-data FILE", err)
+	}
+	f.sandboxData = filepath.Join(dir, cliSandboxFile)
+	return nil
+}
+
+// cliEnv are the environment variables the cliFlags commands read besides their flags'.
+var cliEnv = []string{envToken, envConfigDir, envSandboxToken}
 
 // parseWithPositional parses args that hold flags and n positional arguments in any order.
 func parseWithPositional(fs *flag.FlagSet, args []string, n int) ([]string, error) {
@@ -218,17 +258,101 @@ func firstText(res *mcp.CallToolResult) string {
 	return ""
 }
 
+// importer is one import command: the tool it calls with a file, the flags that become the
+// tool's other arguments, and the command line's words for the tool's argument names (so that a
+// message about clientKey says --client-key).
+type importer struct {
+	command, usage, what, tool string
+	// flags registers the command's own flags and returns what sets their arguments (and
+	// defaults that come from the file).
+	flags func(fs *flag.FlagSet) func(file string, data []byte, args map[string]any)
+	words map[string]string
+	// refused adds advice for a file the tool refused (e.g. a lorebook given to import).
+	refused func(data []byte) string
+}
+
+var (
+	cardImporter = importer{command: "import", what: "card", tool: "import_tavern_card",
+		usage: "import FILE [--mode card|trial] [--client-key KEY] [--json] [--sandbox [--sandbox-data FILE] | --api-host URL [--contract FILE]]",
+		flags: func(fs *flag.FlagSet) func(string, []byte, map[string]any) {
+			var mode, clientKey string
+			cliOnlyString(fs, &mode, "mode", "card", "card (a new card) or trial (the trial card named --client-key)")
+			cliOnlyString(fs, &clientKey, "client-key", "", "the trial's name (--mode trial); with --mode card, another key imports the same file again as a separate card")
+			return func(_ string, _ []byte, args map[string]any) {
+				args["mode"] = mode
+				setIf(args, "clientKey", clientKey)
+			}
+		},
+		words: map[string]string{"clientKey": "--client-key"},
+		refused: func(data []byte) string {
+			if _, _, err := tavern.Read(data); err != nil {
+				if _, err := tavern.ReadBook(data); err == nil {
+					return "The file is a lorebook (World Info): import it with `cardwriter-mcp import-worldbook FILE`."
+				}
+			}
+			return ""
+		},
+	}
+	worldbookImporter = importer{command: "import-worldbook", what: "lorebook", tool: "import_tavern_worldbook",
+		usage: "import-worldbook FILE [--name NAME] [--worldbook-id ID] [--role-id ROLE_ID] [--json] [--sandbox [--sandbox-data FILE] | --api-host URL [--contract FILE]]",
+		flags: func(fs *flag.FlagSet) func(string, []byte, map[string]any) {
+			var name, worldbookID, roleID string
+			cliOnlyString(fs, &name, "name", "", "the new worldbook's name (default: the lorebook's own, else the file's name)")
+			cliOnlyString(fs, &worldbookID, "worldbook-id", "", "add the entries to this existing worldbook instead of creating one")
+			cliOnlyString(fs, &roleID, "role-id", "", "bind the worldbook to this card")
+			return func(file string, data []byte, args map[string]any) {
+				if name == "" && worldbookID == "" {
+					if b, err := tavern.ReadBook(data); err == nil && strings.TrimSpace(b.Name) == "" {
+						name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+					}
+				}
+				setIf(args, "name", name)
+				setIf(args, "worldbookId", worldbookID)
+				setIf(args, "roleId", roleID)
+			}
+		},
+		words: map[string]string{"worldbookId": "--worldbook-id", "roleId": "--role-id"},
+		refused: func(data []byte) string {
+			if _, err := tavern.ReadBook(data); err != nil {
+				if _, _, err := tavern.Read(data); err == nil {
+					return "The file is a character card: import it with `cardwriter-mcp import FILE`."
+				}
+			}
+			return ""
+		},
+	}
+)
+
+// setIf sets args[name] to v when v is not empty.
+func setIf(args map[string]any, name, v string) {
+	if v != "" {
+		args[name] = v
+	}
+}
+
 // runImport imports a character card file, with import_tavern_card.
 func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("import", "import FILE [--mode card|trial] [--client-key KEY] [--json] [--sandbox [--sandbox-data FILE] | --api-host URL]", stderr)
+	return cardImporter.run(ctx, args, stdout, stderr)
+}
+
+// runImportWorldbook imports a lorebook (SillyTavern World Info, a V2/V3 character_book), with
+// import_tavern_worldbook.
+func runImportWorldbook(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	return worldbookImporter.run(ctx, args, stdout, stderr)
+}
+
+func (m importer) run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet(m.command, m.usage, stdout, stderr, cliEnv...)
 	var f serverFlags
-	cliFlags(fs, &f)
-	mode := fs.String("mode", "card", "card (a new card) or trial (the trial card named --client-key)")
-	clientKey := fs.String("client-key", "", "the trial's name (--mode trial); with --mode card, another key imports the same file again as a separate card")
-	asJSON := fs.Bool("json", false, "print the tool's result as JSON instead of a summary")
+	fileFlags(fs, &f)
+	setArgs := m.flags(fs)
+	asJSON := cliOnlyBool(fs, "json", "print the tool's result as JSON instead of a summary")
 	pos, err := parseWithPositional(fs, args, 1)
 	if err != nil {
 		return helpOK(err)
+	}
+	if err := f.keepSandbox(); err != nil {
+		return err
 	}
 	file := pos[0]
 	fi, err := os.Stat(file)
@@ -236,7 +360,7 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	if fi.Size() > tavern.MaxInputSize {
-		return fmt.Errorf("%s is larger than %d MiB, the most a card file may be", file, tavern.MaxInputSize>>20)
+		return fmt.Errorf("%s is larger than %d MiB, the most a %s file may be", file, tavern.MaxInputSize>>20, m.what)
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -251,19 +375,35 @@ func runImport(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	callArgs := map[string]any{"source": map[string]any{"dataBase64": base64.StdEncoding.EncodeToString(data)}, "mode": *mode}
-	if *clientKey != "" {
-		callArgs["clientKey"] = *clientKey
-	}
-	res, sc, err := callTool(ctx, b, "import_tavern_card", callArgs, stderr)
+	callArgs := map[string]any{"source": map[string]any{"dataBase64": base64.StdEncoding.EncodeToString(data)}}
+	setArgs(file, data, callArgs)
+	res, sc, err := callTool(ctx, b, m.tool, callArgs, stderr)
 	if err != nil {
+		err = cliWords(err, m.words)
+		if advice := m.refused(data); advice != "" {
+			err = fmt.Errorf("%w\n%s", err, advice)
+		}
 		return err
+	}
+	if f.sandbox {
+		fmt.Fprintf(stderr, "The sandbox is kept in %s for the next command.\n", f.sandboxData)
 	}
 	if *asJSON {
 		return printJSON(stdout, sc)
 	}
 	_, err = fmt.Fprintln(stdout, firstText(res))
 	return err
+}
+
+// cliWords rewrites a tool's message for the command line: each tool argument name in words
+// (camelCase names, whole words only) becomes the flag or operand that sets it, and a detail
+// that only names the argument is dropped (the message says it).
+func cliWords(err error, words map[string]string) error {
+	msg, _, _ := strings.Cut(err.Error(), "\ndetail: {\"argument\":")
+	for arg, word := range words {
+		msg = regexp.MustCompile(`\b`+regexp.QuoteMeta(arg)+`\b`).ReplaceAllLiteralString(msg, word)
+	}
+	return errors.New(msg)
 }
 
 // printJSON prints v indented.

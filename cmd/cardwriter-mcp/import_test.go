@@ -207,13 +207,13 @@ func TestCLIErrors(t *testing.T) {
 		ok   bool
 		want string
 	}{
-		{"import help", []string{"import", "--help"}, true, "CARDWRITER_CLIENT_KEY"},
+		{"import help", []string{"import", "--help"}, true, "--client-key"},
 		{"export help", []string{"export", "--help"}, true, "ROLE_ID -o FILE"},
 		{"stdio help lists --allow-dir", []string{"stdio", "--help"}, true, "CARDWRITER_ALLOW_DIR"},
 		{"import without a file", []string{"import", "--sandbox"}, false, "want 1 argument"},
 		{"import a missing file", []string{"import", filepath.Join(dir, "nope.png"), "--sandbox"}, false, "no such file"},
 		{"import what is no card", []string{"import", notCard, "--sandbox"}, false, "not a character card"},
-		{"trial without a key", []string{"import", card, "--mode", "trial", "--sandbox"}, false, "clientKey"},
+		{"trial without a key", []string{"import", card, "--mode", "trial", "--sandbox"}, false, "--client-key"},
 		{"export without -o", []string{"export", "r_1", "--sandbox"}, false, "-o FILE"},
 		{"export an unknown card", []string{"export", "r_missing", "-o", filepath.Join(dir, "o.json"), "--sandbox"}, false, "card"},
 		{"export a bad format", []string{"export", "r_1", "-o", "x", "--format", "gif", "--sandbox"}, false, "--format"},

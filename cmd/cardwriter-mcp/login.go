@@ -68,8 +68,8 @@ func (f *accountFlags) savedAPIHost(store *auth.Store) (string, error) {
 // savedSignIn parses the flags of a command about a saved sign-in (logout, whoami) and returns
 // its logger, the sign-in store and the API host: --api-host, or the only one signed in to. An
 // answered --help comes back as errHelp.
-func savedSignIn(name string, args []string, stderr io.Writer) (*slog.Logger, *auth.Store, string, error) {
-	fs := newFlagSet(name, name+" [--api-host URL]", stderr)
+func savedSignIn(name string, args []string, stdout, stderr io.Writer) (*slog.Logger, *auth.Store, string, error) {
+	fs := newFlagSet(name, name+" [--api-host URL]", stdout, stderr)
 	var f accountFlags
 	f.register(fs)
 	if err := parseFlags(fs, args, nil); err != nil {
@@ -91,7 +91,7 @@ func savedSignIn(name string, args []string, stderr io.Writer) (*slog.Logger, *a
 }
 
 func runLogin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("login", "login --api-host URL [--no-browser] [--timeout 5m]", stderr)
+	fs := newFlagSet("login", "login --api-host URL [--no-browser] [--timeout 5m]", stdout, stderr)
 	var f accountFlags
 	f.register(fs)
 	noBrowser := fs.Bool("no-browser", false, "print the sign-in address without opening a browser")

@@ -9,7 +9,7 @@ import (
 )
 
 func runLogout(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	logger, store, apiHost, err := savedSignIn("logout", args, stderr)
+	logger, store, apiHost, err := savedSignIn("logout", args, stdout, stderr)
 	if err != nil {
 		return helpOK(err)
 	}

@@ -28,6 +28,7 @@ func commands() []command {
 		{"logout", "revoke and delete the saved sign-in", runLogout},
 		{"whoami", "show who the saved sign-in belongs to and when its access token expires", runWhoami},
 		{"import", "import a character card file (V1/V2/V3 JSON, PNG, CHARX) as a card, or as a trial card", runImport},
+		{"import-worldbook", "import a lorebook (SillyTavern World Info, a V2/V3 character_book) as a worldbook", runImportWorldbook},
 		{"export", "export a card as a Character Card V3 file (JSON, PNG or CHARX)", runExport},
 		{"export-worldbook", "export a worldbook as a SillyTavern World Info or lorebook_v3 file", runExportWorldbook},
 		{"doctor", "check your setup (config dir, saved sign-in, the card service, the token) and say what to fix", runDoctor},
@@ -58,11 +59,12 @@ func main() {
 var errUsage = errors.New("usage")
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return errUsage
-		}
+		return errUsage
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		usage(stdout) // asked for: on stdout, so that `--help | less` shows it
 		return nil
 	}
 	for _, c := range commands() {
@@ -78,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 func usage(w io.Writer) {
 	fmt.Fprintln(w, "Usage: cardwriter-mcp <command> [flags]\n\nCommands:")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'cardwriter-mcp <command> --help' for a command's flags.")
 	fmt.Fprintln(w, "Every flag may also be set as CARDWRITER_<FLAG> in the environment.")

@@ -41,10 +41,10 @@ type probeReport struct {
 }
 
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("probe", "probe [--api-host URL | --sandbox] [--contract FILE] [--json]", stderr)
+	fs := newFlagSet("probe", "probe [--api-host URL | --sandbox] [--contract FILE] [--json]", stdout, stderr, cliEnv...)
 	var f serverFlags
-	f.register(fs)
-	asJSON := fs.Bool("json", false, "print the report as JSON")
+	cliFlags(fs, &f) // the token: CARDWRITER_TOKEN or the sign-in saved by login
+	asJSON := cliOnlyBool(fs, "json", "print the report as JSON")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
 	}
@@ -76,7 +76,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	} else {
-		printProbe(stdout, rep)
+		printProbe(stdout, rep, p.signInFailed)
 	}
 	if p.signInFailed {
 		return exitCode(2)
@@ -87,7 +87,9 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-func printProbe(w io.Writer, rep probeReport) {
+// printProbe prints the report; signInFailed (the token refused) says what to do about that
+// instead of pointing at the contract, which is not at fault.
+func printProbe(w io.Writer, rep probeReport, signInFailed bool) {
 	fmt.Fprintf(w, "Probed %s against the %s contract.\n", rep.Service, rep.Contract)
 	for _, c := range rep.Checks {
 		mark := "ok"
@@ -98,6 +100,10 @@ func printProbe(w io.Writer, rep probeReport) {
 		for _, d := range c.Differences {
 			fmt.Fprintf(w, "    - %s\n", d)
 		}
+	}
+	if signInFailed {
+		fmt.Fprintf(w, "The card service refused the token, so nothing else was probed: run `cardwriter-mcp login --api-host %s` (or set CARDWRITER_TOKEN to a valid access token), then probe again.\n", strings.TrimSuffix(rep.Service, "/open/v1"))
+		return
 	}
 	if rep.Differences == 0 {
 		fmt.Fprintln(w, "No differences: the service answers as the contract says.")

@@ -153,7 +153,24 @@ func TestProbeSignInFailure(t *testing.T) {
 	t.Parallel()
 	host, _ := standIn(t, nil)
 	out, code := runProbeBinary(t, []string{"--api-host", host, "--log-level", "error"}, "CARDWRITER_TOKEN=wrong")
-	if code != 2 || !strings.Contains(out, "refused the access token") {
+	if code != 2 || !strings.Contains(out, "refused the access token") || !strings.Contains(out, "cardwriter-mcp login --api-host "+host) {
+		t.Errorf("exit %d:\n%s", code, out)
+	}
+	// The contract is not at fault when the token is refused.
+	if strings.Contains(out, "--contract") {
+		t.Errorf("a refused token is blamed on the contract:\n%s", out)
+	}
+}
+
+// TestProbeUsesSavedSignIn: probe, like stdio, uses the sign-in saved by login when
+// CARDWRITER_TOKEN is not set.
+func TestProbeUsesSavedSignIn(t *testing.T) {
+	t.Parallel()
+	sb := startOAuthSandbox(t)
+	dir := filepath.Join(t.TempDir(), "config")
+	loginWithBinary(t, sb, dir, &secrets{})
+	out, code := runProbeBinary(t, []string{"--api-host", sb.URL}, "CARDWRITER_CONFIG_DIR="+dir)
+	if code != 0 || !strings.Contains(out, "No differences") {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 }

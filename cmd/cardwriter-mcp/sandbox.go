@@ -12,8 +12,8 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 )
 
-func runSandbox(ctx context.Context, args []string, _, stderr io.Writer) error {
-	fs := newFlagSet("sandbox", "sandbox [--addr 127.0.0.1:8090] [--data FILE] [--demo-token TOKEN] [--access-token-ttl 1h] [--refresh-token-ttl 720h]", stderr)
+func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sandbox", "sandbox [--addr 127.0.0.1:8090] [--data FILE] [--demo-token TOKEN] [--access-token-ttl 1h] [--refresh-token-ttl 720h]", stdout, stderr)
 	addr := fs.String("addr", "127.0.0.1:8090", "address to listen on")
 	data := fs.String("data", "", "file that keeps the sandbox's state across restarts (default: memory only)")
 	demoToken := fs.String("demo-token", "", "bearer token of the signed-in demo user (default: a random one, printed at start)")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -42,6 +44,9 @@ type serverFlags struct {
 	// resultBudget is the most cl100k tokens of a tool result (0: tools.DefaultResultBudget).
 	resultBudget int
 	savedGrant   bool // stdio only: without CARDWRITER_TOKEN, use the sign-in saved by login
+	// signedOutOK (stdio): with no saved sign-in, serve anyway, every call answering how to sign
+	// in (a host shows "Connection closed" for a server that exits, and the reason is lost).
+	signedOutOK bool
 	// requestTokens (http with --auth proxy or passthrough): each MCP request brings its own
 	// card service token, in its context (see httpauth.go).
 	requestTokens bool
@@ -83,7 +88,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.sandboxData, "sandbox-data", "", "with --sandbox: file that keeps the sandbox's state across restarts (default: memory only)")
 	fs.StringVar(&f.apiHost, "api-host", "", "the card service's address, e.g. https://api.example.com (the API is under /open/v1)")
 	fs.StringVar(&f.auditLog, "audit-log", "", "write one JSON line per write tool call (who, tool, ids, outcome, duration; never content or tokens) to this file, or - for stderr")
-	fs.StringVar(&f.contract, "contract", "", "an OpenAPI 3.1 file whose operations correct the embedded contract's guesses (x-assumed), by operationId: method, path, parameters, body, responses")
+	fs.StringVar(&f.contract, "contract", "", contractUsage)
 	fs.StringVar(&f.toolsets, "toolsets", "", "comma-separated toolsets to serve (default: all): "+strings.Join(tools.Toolsets(), ", "))
 	fs.StringVar(&f.tools, "tools", "", "comma-separated tool names to serve (default: all in the chosen toolsets)")
 	fs.BoolVar(&f.readOnly, "read-only", false, "serve only tools that change nothing (readOnlyHint)")
@@ -100,6 +105,9 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	// desktop host) uses it; the HTTP server serves many clients and authorizes them itself.
 	f.savedGrant = fs.Name() == "stdio"
 }
+
+// contractUsage is the help of --contract.
+const contractUsage = "an OpenAPI 3.1 file whose operations correct the embedded contract, by operationId: method, path, parameters, body, responses (a whole copy of the contract works too)"
 
 // backend is what a serving command needs: the MCP server and, with --sandbox, the emulator.
 type backend struct {
@@ -193,6 +201,9 @@ func (f *serverFlags) newClient(logger *slog.Logger, sandboxBase string) (*upstr
 			return nil, nil, err
 		}
 		logger.Info("card service contract corrected", "file", f.contract)
+		for _, w := range table.Warnings() {
+			logger.Warn("the contract corrects a documented operation", "file", f.contract, "correction", w)
+		}
 		opts = append(opts, upstream.WithContract(table))
 	}
 	switch {
@@ -290,6 +301,12 @@ func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, er
 		return nil, err
 	}
 	src, err := auth.NewSource(store, f.apiHost, auth.SourceOptions{Logger: logger.With("component", "auth")})
+	if errors.Is(err, auth.ErrNotSignedIn) && f.signedOutOK {
+		msg := fmt.Sprintf("Not signed in to the card service at %s: run `cardwriter-mcp login --api-host %s` in a terminal (or set CARDWRITER_TOKEN in this server's configuration), then call the tool again; restarting the host is not needed.", f.apiHost, f.apiHost)
+		logger.Warn("serving without a sign-in: every tool call answers how to sign in", "apiHost", f.apiHost,
+			"fix", "run `cardwriter-mcp login --api-host "+f.apiHost+"`")
+		return &signedOut{msg: msg, store: store, apiHost: f.apiHost, logger: logger}, nil
+	}
 	if errors.Is(err, auth.ErrNotSignedIn) {
 		return nil, fmt.Errorf("not signed in to %s: run `cardwriter-mcp login --api-host %s` first, or set CARDWRITER_TOKEN to an access token (scope mcp:card-writer), or use --sandbox", f.apiHost, f.apiHost)
 	}
@@ -297,6 +314,52 @@ func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, er
 		return nil, err
 	}
 	return src, nil
+}
+
+// signedOut is the token source of a stdio server started before its user signed in: each call
+// looks for the sign-in again (login may have run since), and without one fails with an
+// upstream.AuthError whose message says how to sign in, which the tools return as the result.
+// Once found, the sign-in serves as it would have from the start (refreshed as needed).
+type signedOut struct {
+	msg     string
+	store   *auth.Store
+	apiHost string
+	logger  *slog.Logger
+
+	mu  sync.Mutex
+	src *auth.Source
+}
+
+// source returns the saved sign-in, once there is one.
+func (s *signedOut) source() (*auth.Source, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.src == nil {
+		src, err := auth.NewSource(s.store, s.apiHost, auth.SourceOptions{Logger: s.logger.With("component", "auth")})
+		if err != nil {
+			return nil, &upstream.AuthError{Message: s.msg}
+		}
+		s.src = src
+	}
+	return s.src, nil
+}
+
+// Token returns the saved sign-in's access token.
+func (s *signedOut) Token(ctx context.Context) (upstream.Token, error) {
+	src, err := s.source()
+	if err != nil {
+		return "", err
+	}
+	return src.Token(ctx)
+}
+
+// Refresh refreshes the saved sign-in's access token.
+func (s *signedOut) Refresh(ctx context.Context, rejected upstream.Token) (upstream.Token, error) {
+	src, err := s.source()
+	if err != nil {
+		return "", err
+	}
+	return src.Refresh(ctx, rejected)
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -24,9 +24,10 @@ import (
 )
 
 func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("stdio", "stdio [--sandbox] [--api-host URL] [--toolsets LIST] [--tools LIST] [--read-only] [--dynamic-toolsets] [--allow-dir DIR]...", stderr)
+	fs := newFlagSet("stdio", "stdio [--sandbox] [--api-host URL] [--toolsets LIST] [--tools LIST] [--read-only] [--dynamic-toolsets] [--allow-dir DIR]...", stdout, stderr, envToken, envConfigDir, envSandboxToken, envOTel)
 	var f serverFlags
 	f.register(fs)
+	f.signedOutOK = true
 	fs.BoolVar(&f.dynamic, "dynamic-toolsets", false, "start with the cards toolset and two tools (list_toolsets, enable_toolset) by which the model loads the others when it needs them: fewer tokens in hosts that put every tool into the model's context")
 	drain := fs.Duration("drain-timeout", defaultDrain, "when the input ends, how long the calls under way may take to finish before the server exits")
 	var allowDirs listFlag

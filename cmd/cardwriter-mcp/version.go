@@ -68,7 +68,7 @@ func serverVersion() string {
 func userAgent() string { return "cardwriter-mcp/" + programVersion() }
 
 func runVersion(_ context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("version", "version", stderr)
+	fs := newFlagSet("version", "version", stdout, stderr)
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
 	}

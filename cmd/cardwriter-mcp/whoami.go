@@ -13,7 +13,7 @@ import (
 )
 
 func runWhoami(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	logger, store, apiHost, err := savedSignIn("whoami", args, stderr)
+	logger, store, apiHost, err := savedSignIn("whoami", args, stdout, stderr)
 	if err != nil {
 		return helpOK(err)
 	}
