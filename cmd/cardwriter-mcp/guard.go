@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -10,20 +12,31 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
+	"time"
 )
 
 // guard protects the MCP endpoint of the HTTP server: it refuses requests whose Origin or Host
-// is not allowed (DNS-rebinding protection) and caps request bodies.
+// is not allowed (DNS-rebinding protection), and reads a request's body only once the request is
+// authenticated (body, inside the authorization layer), capped and within a deadline.
 type guard struct {
 	allowedOrigins []string // exact origins, e.g. https://app.example.com
 	allowedHosts   []string // host or host:port values accepted in the Host header
 	loopback       bool     // the server listens on a loopback address
 	maxBody        int64
+	bodyTimeout    time.Duration // the longest a request body may take to arrive
 	logger         *slog.Logger
-	next           http.Handler
+	limited        func(limit string) // counts a request refused by a limit; may be nil
+	next           http.Handler       // the authorization layer, whose next is body(...)
 }
+
+// bodyState is what the guard and its body layer share about one request: whether the
+// request got past authorization to have its body read.
+type bodyState struct{ taken bool }
+
+type bodyStateKey struct{}
 
 func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !g.hostAllowed(r.Host) {
@@ -34,13 +47,47 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, http.StatusForbidden, "Forbidden: the Origin "+quote(origin)+" is not allowed by this server (see --allowed-origins).")
 		return
 	}
-	if r.Body != nil && r.Method == http.MethodPost {
+	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	// Until the body layer takes the body, the connection closes after the response: a request
+	// refused by authorization leaves its body unread (net/http would otherwise read up to
+	// 256 KiB of it to reuse the connection), and a body sent slowly is cut off at the deadline.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(g.bodyTimeout))
+	w.Header().Set("Connection", "close")
+	st := &bodyState{}
+	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyStateKey{}, st)))
+	if !st.taken {
+		// Nothing more of an unauthenticated body is read, not even to drain it.
+		_ = rc.SetReadDeadline(time.Now())
+	}
+}
+
+// body is the layer inside authorization that reads a POST's body: at most maxBody bytes, by
+// the deadline the guard set, after which the connection's reads have no deadline again (a
+// response streamed as SSE may last long).
+func (g *guard) body(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		st, _ := r.Context().Value(bodyStateKey{}).(*bodyState)
+		if st == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
 		if r.ContentLength > g.maxBody {
 			g.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The request body is larger than the %d bytes this server accepts (--max-body-bytes).", g.maxBody))
 			return
 		}
 		body, err := io.ReadAll(io.LimitReader(r.Body, g.maxBody+1))
 		if err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				if g.limited != nil {
+					g.limited("body_timeout")
+				}
+				g.refuse(w, r, http.StatusRequestTimeout, fmt.Sprintf("The request body did not arrive within %s (--body-timeout).", g.bodyTimeout))
+				return
+			}
 			g.refuse(w, r, http.StatusBadRequest, "The request body could not be read.")
 			return
 		}
@@ -48,9 +95,12 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			g.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The request body is larger than the %d bytes this server accepts (--max-body-bytes).", g.maxBody))
 			return
 		}
+		st.taken = true
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+		w.Header().Del("Connection")
 		r.Body = io.NopCloser(bytes.NewReader(body))
-	}
-	g.next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // hostAllowed accepts loopback names when serving on loopback, any host listed in allowedHosts,

@@ -18,6 +18,7 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/connlimit"
 	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
 	"github.com/cardwriter/cardwriter-mcp/internal/reclaim"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
@@ -73,6 +74,15 @@ var httpProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2
 // refused by its schema, as a result the model can read, rather than by the transport.
 func defaultMaxBody() int64 { return tools.LargestArgument(tools.All()) + 1<<20 }
 
+const (
+	// defaultBodyTimeout lets the largest body (45 MB) arrive at 1 MB/s; one trickled a byte at
+	// a time holds its connection no longer.
+	defaultBodyTimeout = time.Minute
+	// defaultMaxConnections stays under the usual limit of 1024 open files per process, with
+	// room for the store, the card service's connections and the logs.
+	defaultMaxConnections = 512
+)
+
 func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	fs := newFlagSet("http", "http [--addr 127.0.0.1:8080] [--api-host URL | --sandbox] [--auth proxy|passthrough|none] [--public-url URL] [flags]", stderr)
 	var f serverFlags
@@ -80,7 +90,9 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; the MCP endpoint is /mcp")
 	origins := fs.String("allowed-origins", "", "comma-separated extra Origins allowed to call /mcp (loopback origins always are)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated Host header values accepted besides loopback names (needed behind a proxy; the --public-url host always is)")
-	maxBody := fs.Int64("max-body-bytes", defaultMaxBody(), "largest MCP request body accepted, in bytes")
+	maxBody := fs.Int64("max-body-bytes", defaultMaxBody(), "largest MCP request body accepted from an authenticated client, in bytes (an unauthenticated request's body is never read)")
+	bodyTimeout := fs.Duration("body-timeout", defaultBodyTimeout, "the longest an MCP request body may take to arrive (a slower one gets 408 and its connection is closed)")
+	maxConns := fs.Int("max-connections", defaultMaxConnections, "connections open at once, all clients together (more are answered 503 and closed)")
 	idle := fs.Duration("session-idle-ttl", 30*time.Minute, "end MCP sessions idle this long")
 	drain := fs.Duration("drain-timeout", defaultDrain, "on SIGTERM, how long the calls under way may take to finish before the server exits")
 	var limits upstream.Limits
@@ -95,8 +107,8 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
 	}
-	if *maxBody <= 0 {
-		return fmt.Errorf("--max-body-bytes must be positive, got %d", *maxBody)
+	if *maxBody <= 0 || *bodyTimeout <= 0 || *maxConns <= 0 {
+		return fmt.Errorf("--max-body-bytes, --body-timeout and --max-connections must be positive, got %d, %s and %d", *maxBody, *bodyTimeout, *maxConns)
 	}
 	if limits.UserConcurrency < 0 || limits.Concurrency < 0 || limits.UserRate < 0 || *callTimeout <= 0 {
 		return errors.New("--user-concurrency, --user-rate and --upstream-concurrency must not be negative, and --call-timeout must be positive")
@@ -133,10 +145,16 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 		go func() { _ = serve(mctx, mln, mux, slog.New(slog.DiscardHandler)) }()
 		fmt.Fprintf(stderr, "metrics: http://%s/metrics\n", mln.Addr())
 	}
-	ln, err := net.Listen("tcp", *addr)
+	tcp, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
+	var refused func()
+	var limited func(string)
+	if f.metrics != nil {
+		refused, limited = f.metrics.ConnectionRefused, f.metrics.Refused
+	}
+	ln := connlimit.Listen(tcp, *maxConns, refused)
 	defer ln.Close()
 	base := "http://" + ln.Addr().String()
 	loopback := false
@@ -227,8 +245,9 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	g := &guard{
 		allowedOrigins: allowedOrigins, allowedHosts: allowedHosts,
-		loopback: loopback, maxBody: *maxBody, logger: b.logger, next: az.protect(sess.Gate(streamable)),
+		loopback: loopback, maxBody: *maxBody, bodyTimeout: *bodyTimeout, logger: b.logger, limited: limited,
 	}
+	g.next = az.protect(g.body(sess.Gate(streamable)))
 	mux := http.NewServeMux()
 	mux.Handle(proxy.MCPPath, g)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })

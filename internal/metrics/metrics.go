@@ -35,6 +35,7 @@ type Metrics struct {
 	retries         *prometheus.CounterVec
 	refreshes       *prometheus.CounterVec
 	signIns         *prometheus.CounterVec
+	refused         *prometheus.CounterVec
 }
 
 // New returns the metrics, registered with a registry of their own (with the Go runtime's and
@@ -71,8 +72,11 @@ func New() *Metrics {
 		signIns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cardwriter_signins_total", Help: "Returns from the card service's sign-in through the HTTP server's authorization server, by outcome (ok, denied, failed).",
 		}, []string{"outcome"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardwriter_http_refused_total", Help: "HTTP requests and connections refused by a limit, by limit (connections, body_timeout, user_sessions, user_initialize_rate).",
+		}, []string{"limit"}),
 	}
-	m.reg.MustRegister(m.signIns, m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.upstreamReqs, m.upstreamLatency,
+	m.reg.MustRegister(m.refused, m.signIns, m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.upstreamReqs, m.upstreamLatency,
 		m.retries, m.refreshes, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -114,6 +118,12 @@ func (m *Metrics) Retry(operation, reason string) {
 
 // Refresh counts a token refresh by outcome (upstream.Observer).
 func (m *Metrics) Refresh(outcome string) { m.refreshes.WithLabelValues(outcome).Inc() }
+
+// ConnectionRefused counts a connection refused by --max-connections.
+func (m *Metrics) ConnectionRefused() { m.Refused("connections") }
+
+// Refused counts a request or connection refused by the limit named (a fixed set of names).
+func (m *Metrics) Refused(limit string) { m.refused.WithLabelValues(limit).Inc() }
 
 // SignIn counts a sign-in through the HTTP server's authorization server by outcome.
 func (m *Metrics) SignIn(outcome string) { m.signIns.WithLabelValues(outcome).Inc() }
