@@ -16,6 +16,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cardwriter/cardwriter-mcp/internal/msglimit"
 )
 
 // guard protects the MCP endpoint of the HTTP server: it refuses requests whose Origin or Host
@@ -29,6 +31,7 @@ type guard struct {
 	bodyTimeout    time.Duration // the longest a request body may take to arrive
 	logger         *slog.Logger
 	limited        func(limit string) // counts a request refused by a limit; may be nil
+	messages       *msglimit.Limits   // what a message may hold, checked before it is decoded
 	next           http.Handler       // the authorization layer, whose next is body(...)
 }
 
@@ -98,6 +101,20 @@ func (g *guard) body(next http.Handler) http.Handler {
 		st.taken = true
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		w.Header().Del("Connection")
+		if refused := g.messages.Check(body); refused != nil {
+			g.logger.Warn("mcp message refused before decoding", "reason", refused.Reason, "tool", refused.Tool)
+			if g.limited != nil {
+				g.limited("message")
+			}
+			answer := refused.Response()
+			if answer == nil {
+				g.refuse(w, r, http.StatusBadRequest, "Invalid Request: "+refused.Reason)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(answer)
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})

@@ -20,6 +20,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
 	"github.com/cardwriter/cardwriter-mcp/internal/connlimit"
 	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
+	"github.com/cardwriter/cardwriter-mcp/internal/msglimit"
 	"github.com/cardwriter/cardwriter-mcp/internal/reclaim"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/internal/sessions"
@@ -73,6 +74,14 @@ var httpProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2
 // base64) and 1 MiB for the rest of the request, so that an argument over its own limit is
 // refused by its schema, as a result the model can read, rather than by the transport.
 func defaultMaxBody() int64 { return tools.LargestArgument(tools.All()) + 1<<20 }
+
+// messageLimits bound what an MCP message may hold before it is decoded: nesting, values, and
+// each tool's arguments by the tool's schemas.
+func messageLimits() *msglimit.Limits {
+	args := tools.NewArgumentLimits(tools.All())
+	return &msglimit.Limits{Depth: msglimit.DefaultDepth, Values: msglimit.DefaultValues, Envelope: msglimit.DefaultEnvelope,
+		Argument: args.Argument, Arguments: args.Arguments}
+}
 
 const (
 	// defaultBodyTimeout lets the largest body (45 MB) arrive at 1 MB/s; one trickled a byte at
@@ -245,7 +254,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	g := &guard{
 		allowedOrigins: allowedOrigins, allowedHosts: allowedHosts,
-		loopback: loopback, maxBody: *maxBody, bodyTimeout: *bodyTimeout, logger: b.logger, limited: limited,
+		loopback: loopback, maxBody: *maxBody, bodyTimeout: *bodyTimeout, logger: b.logger, limited: limited, messages: messageLimits(),
 	}
 	g.next = az.protect(g.body(sess.Gate(streamable)))
 	mux := http.NewServeMux()
