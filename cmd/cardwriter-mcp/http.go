@@ -83,7 +83,19 @@ func messageLimits() *msglimit.Limits {
 		Argument: args.Argument, Arguments: args.Arguments}
 }
 
+// requestUser is who an MCP request over HTTP acts for, wherever users must be told apart (the
+// per-user limits of sessions): the card service's user of the request's principal, as the
+// authorization layer found it; "" without authorization. The one place that says so.
+func requestUser(r *http.Request) string {
+	if p := proxy.PrincipalFrom(r.Context()); p != nil {
+		return p.UserID
+	}
+	return ""
+}
+
 const (
+	// defaultUserSessions is room for a person's hosts and their restarts within the idle time.
+	defaultUserSessions = 32
 	// defaultBodyTimeout lets the largest body (45 MB) arrive at 1 MB/s; one trickled a byte at
 	// a time holds its connection no longer.
 	defaultBodyTimeout = time.Minute
@@ -103,6 +115,8 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	bodyTimeout := fs.Duration("body-timeout", defaultBodyTimeout, "the longest an MCP request body may take to arrive (a slower one gets 408 and its connection is closed)")
 	maxConns := fs.Int("max-connections", defaultMaxConnections, "connections open at once, all clients together (more are answered 503 and closed)")
 	idle := fs.Duration("session-idle-ttl", 30*time.Minute, "end MCP sessions idle this long")
+	userSessions := fs.Int("user-sessions", defaultUserSessions, "MCP sessions one user may have open at once (more: 429 until one ends or expires idle; 0: no limit; none without authorization)")
+	initRate := fs.Float64("user-initialize-rate", 1, "new MCP sessions (initialize) one user may start per second, in bursts of ten times that (0: no limit; none without authorization)")
 	drain := fs.Duration("drain-timeout", defaultDrain, "on SIGTERM, how long the calls under way may take to finish before the server exits")
 	var limits upstream.Limits
 	fs.IntVar(&limits.UserConcurrency, "user-concurrency", 8, "card service calls one user may have under way at once (0: no limit)")
@@ -118,6 +132,9 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	}
 	if *maxBody <= 0 || *bodyTimeout <= 0 || *maxConns <= 0 {
 		return fmt.Errorf("--max-body-bytes, --body-timeout and --max-connections must be positive, got %d, %s and %d", *maxBody, *bodyTimeout, *maxConns)
+	}
+	if *userSessions < 0 || *initRate < 0 {
+		return errors.New("--user-sessions and --user-initialize-rate must not be negative")
 	}
 	if limits.UserConcurrency < 0 || limits.Concurrency < 0 || limits.UserRate < 0 || *callTimeout <= 0 {
 		return errors.New("--user-concurrency, --user-rate and --upstream-concurrency must not be negative, and --call-timeout must be positive")
@@ -202,6 +219,11 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	defer kv.Close()
 	f.tavern.aside = aside.NewKV(kv)
 	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))
+	sessionLimits := sessions.Limits{User: requestUser, MaxSessions: *userSessions, InitializeRate: *initRate}
+	if f.metrics != nil {
+		sessionLimits.Refused = f.metrics.Refused
+	}
+	sess.SetLimits(sessionLimits)
 	f.hooks = &server.Hooks{}
 	sess.Hooks(f.hooks)
 	f.notifier = httpNotifier{sess}

@@ -73,7 +73,7 @@ func New() *Metrics {
 			Name: "cardwriter_signins_total", Help: "Returns from the card service's sign-in through the HTTP server's authorization server, by outcome (ok, denied, failed).",
 		}, []string{"outcome"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "cardwriter_http_refused_total", Help: "HTTP requests and connections refused by a limit, by limit (connections, body_timeout, user_sessions, user_initialize_rate).",
+			Name: "cardwriter_http_refused_total", Help: "HTTP requests and connections refused by a limit, by limit (connections, body_timeout, message, user_sessions, user_initialize_rate).",
 		}, []string{"limit"}),
 	}
 	m.reg.MustRegister(m.refused, m.signIns, m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.upstreamReqs, m.upstreamLatency,
