@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"fmt"
 	"io"
 	"net"
@@ -167,5 +168,24 @@ func TestHTTPConnectionLimit(t *testing.T) {
 	fmt.Fprintf(held[0], "GET /healthz HTTP/1.1\r\nHost: %s\r\n\r\n", addr)
 	if resp, err = http.ReadResponse(br, nil); err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("healthz on a held connection after the refusal: %v %v", resp, err)
+	}
+}
+
+// TestHTTPBodyTimeoutSparesLongResponses: the deadline is on reading a request's body, not on
+// the connection: a call whose answer takes longer than --body-timeout (the card service slowed
+// down on purpose) still gets its result.
+func TestHTTPBodyTimeoutSparesLongResponses(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, sb := startProcess(t, []string{"CARDWRITER_SANDBOX_TOKEN=slow-demo-token"}, []string{"sandbox", "--addr", "127.0.0.1:0", "--faults", "latency=1500ms"},
+		`API at (http://\S+)/open/v1`)
+	_, urls := startProcess(t, []string{"CARDWRITER_TOKEN=slow-demo-token"}, []string{"http", "--auth", "none", "--api-host", sb[0],
+		"--addr", "127.0.0.1:0", "--body-timeout", "200ms"}, `MCP endpoint: (http://\S+)/mcp`)
+	cs := connectHTTP(ctx, t, urls[0])
+	defer cs.Close()
+	card := call(ctx, t, cs, "create_card", map[string]any{"roleName": "Slow"}, false)
+	if card["roleId"] == nil {
+		t.Fatalf("create_card: %v", card)
 	}
 }
