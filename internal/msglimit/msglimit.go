@@ -249,21 +249,29 @@ func (w *walker) object(depth int, r role) bool {
 			return false
 		}
 		w.note(r, key, w.b[valueStart:w.i])
-		w.space()
-		if w.i >= len(w.b) {
-			return false
-		}
-		switch w.b[w.i] {
-		case ',':
-			w.i++
-			w.space()
-		case '}':
-			w.i++
-			return true
-		default:
-			return false
+		if more, ok := w.after('}'); !more {
+			return ok
 		}
 	}
+}
+
+// after walks what follows a member or an element: a comma (more follows) or the closing
+// bracket close (the container ended, ok); anything else ends the walk.
+func (w *walker) after(close byte) (more, ok bool) {
+	w.space()
+	if w.i >= len(w.b) {
+		return false, false
+	}
+	switch w.b[w.i] {
+	case ',':
+		w.i++
+		w.space()
+		return true, true
+	case close:
+		w.i++
+		return false, true
+	}
+	return false, false
 }
 
 // note keeps what the limits need of a member: the method, the id, the tool's name. Like
@@ -307,19 +315,8 @@ func (w *walker) array(depth int) bool {
 		if !w.count() || !w.value(depth, roleOther, "") {
 			return false
 		}
-		w.space()
-		if w.i >= len(w.b) {
-			return false
-		}
-		switch w.b[w.i] {
-		case ',':
-			w.i++
-			w.space()
-		case ']':
-			w.i++
-			return true
-		default:
-			return false
+		if more, ok := w.after(']'); !more {
+			return ok
 		}
 	}
 }

@@ -3,7 +3,6 @@
 package tavernsync
 
 import (
-	"fmt"
 	"io/fs"
 	"os"
 	"syscall"
@@ -18,14 +17,5 @@ func openRegular(path string) (*os.File, fs.FileInfo, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, fmt.Errorf("stat %s: %w", path, err)
-	}
-	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, errNotRegular
-	}
-	return f, fi, nil
+	return regular(f, path)
 }

@@ -186,6 +186,21 @@ func readLocalFile(ctx context.Context, c Env, p string) ([]byte, error) {
 // errNotRegular is openRegular's error for anything but a regular file.
 var errNotRegular = errors.New("not a regular file")
 
+// regular returns f opened at path with what fstat says of it, or errNotRegular (f closed)
+// when it is anything but a regular file.
+func regular(f *os.File, path string) (*os.File, fs.FileInfo, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, errNotRegular
+	}
+	return f, fi, nil
+}
+
 // readChunk is how much of a file is read between two looks at the call's context.
 const readChunk = 256 << 10
 
