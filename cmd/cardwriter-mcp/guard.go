@@ -182,12 +182,17 @@ func quote(s string) string {
 
 // hostOnly guards the server's other endpoints (metadata, OAuth, consent pages) with the Host
 // check alone: they are called cross-origin by browser-based clients and answer with their
-// own CORS headers, and they cap their own bodies.
+// own CORS headers, and they cap their own bodies. Their bodies, sent before anyone signed in,
+// must arrive within --body-timeout too.
 func (g *guard) hostOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.hostAllowed(r.Host) {
 			g.refuse(w, r, http.StatusForbidden, "Forbidden: the Host header "+quote(r.Host)+" is not allowed by this server.")
 			return
+		}
+		if r.Body != nil && r.Body != http.NoBody {
+			// Cleared by net/http once the body has been read whole.
+			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.bodyTimeout))
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -187,5 +188,31 @@ func TestHTTPBodyTimeoutSparesLongResponses(t *testing.T) {
 	card := call(ctx, t, cs, "create_card", map[string]any{"roleName": "Slow"}, false)
 	if card["roleId"] == nil {
 		t.Fatalf("create_card: %v", card)
+	}
+}
+
+// TestHTTPSlowSignInBodyCutOff: the OAuth endpoints, which anyone may call before signing in,
+// cut off a body that stops arriving too (/register here).
+func TestHTTPSlowSignInBodyCutOff(t *testing.T) {
+	t.Parallel()
+	_, urls := startProcess(t, nil, []string{"http", "--auth", "proxy", "--api-host", "http://127.0.0.1:9", "--addr", "127.0.0.1:0",
+		"--state-dir", t.TempDir(), "--state-key", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", "--body-timeout", "500ms"}, `MCP endpoint: (http://\S+)/mcp`)
+	addr := strings.TrimPrefix(urls[0], "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "POST /register HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{", addr)
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // a bound on the test, not on the server
+	br := bufio.NewReader(c)
+	for {
+		// Whatever the endpoint answers (an error about the body), the connection ends.
+		if _, err := br.ReadByte(); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal("a /register body that stopped arriving was not cut off")
+			}
+			return
+		}
 	}
 }
