@@ -82,7 +82,7 @@ func (g *guard) body(next http.Handler) http.Handler {
 			g.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The request body is larger than the %d bytes this server accepts (--max-body-bytes).", g.maxBody))
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, g.maxBody+1))
+		body, err := readBody(r, g.maxBody)
 		if err != nil {
 			if errors.Is(err, os.ErrDeadlineExceeded) {
 				if g.limited != nil {
@@ -118,6 +118,20 @@ func (g *guard) body(next http.Handler) http.Handler {
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readBody reads a request's body, at most max+1 bytes: into one buffer of its declared length
+// when it has one (io.ReadAll would grow its buffer by doubling, holding up to twice the body).
+func readBody(r *http.Request, max int64) ([]byte, error) {
+	if r.ContentLength < 0 || r.ContentLength > max {
+		return io.ReadAll(io.LimitReader(r.Body, max+1))
+	}
+	body := make([]byte, r.ContentLength)
+	if _, err := io.ReadFull(r.Body, body); err != nil {
+		return nil, err
+	}
+	// Nothing may follow the declared length (net/http ends the body there).
+	return body, nil
 }
 
 // hostAllowed accepts loopback names when serving on loopback, any host listed in allowedHosts,

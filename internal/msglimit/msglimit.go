@@ -193,7 +193,7 @@ func (w *walker) value(depth int, r role, key string) bool {
 
 func (w *walker) enter(depth int) bool {
 	if depth > w.l.Depth {
-		w.over = fmt.Sprintf("it nests deeper than %d levels", w.l.Depth)
+		w.over = fmt.Sprintf("the message nests deeper than %d levels", w.l.Depth)
 		return false
 	}
 	return true
@@ -201,7 +201,7 @@ func (w *walker) enter(depth int) bool {
 
 func (w *walker) count() bool {
 	if w.values++; w.values > w.l.Values {
-		w.over = fmt.Sprintf("it holds more than %d values", w.l.Values)
+		w.over = fmt.Sprintf("the message holds more than %d values (array elements and object members)", w.l.Values)
 		return false
 	}
 	return true
