@@ -50,7 +50,7 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.refuse(w, r, http.StatusForbidden, "Forbidden: the Origin "+quote(origin)+" is not allowed by this server (see --allowed-origins).")
 		return
 	}
-	if r.Method != http.MethodPost || r.Body == nil || r.Body == http.NoBody {
+	if r.Body == nil || r.Body == http.NoBody {
 		g.next.ServeHTTP(w, r)
 		return
 	}
@@ -74,7 +74,9 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (g *guard) body(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st, _ := r.Context().Value(bodyStateKey{}).(*bodyState)
-		if st == nil {
+		if st == nil || r.Method != http.MethodPost {
+			// Only a POST carries a message; another request's body stays unread, and its
+			// connection closes after the response.
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -196,16 +198,24 @@ func quote(s string) string {
 
 // hostOnly guards the server's other endpoints (metadata, OAuth, consent pages) with the Host
 // check alone: they are called cross-origin by browser-based clients and answer with their
-// own CORS headers, and they cap their own bodies. Their bodies, sent before anyone signed in,
-// must arrive within --body-timeout too.
+// own CORS headers, and they cap their own bodies (within --body-timeout: bodyDeadline).
 func (g *guard) hostOnly(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !g.hostAllowed(r.Host) {
 			g.refuse(w, r, http.StatusForbidden, "Forbidden: the Host header "+quote(r.Host)+" is not allowed by this server.")
 			return
 		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// bodyDeadline wraps every endpoint of the server: a request's body must arrive within
+// --body-timeout, whoever reads it (an OAuth endpoint before anyone signed in, or net/http
+// draining the unread body of a /healthz before it answers). net/http clears the deadline once
+// the body has been read whole; /mcp sets its own (ServeHTTP).
+func (g *guard) bodyDeadline(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Body != nil && r.Body != http.NoBody {
-			// Cleared by net/http once the body has been read whole.
 			_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(g.bodyTimeout))
 		}
 		next.ServeHTTP(w, r)

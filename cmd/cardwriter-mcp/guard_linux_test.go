@@ -216,3 +216,67 @@ func TestHTTPSlowSignInBodyCutOff(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPUnauthenticatedTrickleNotWaitedOn: a request without a token whose body trickles
+// (a GET here, whose body nobody reads) is answered 401 at once and its connection closed;
+// net/http used to read up to 256 KiB of such a body before answering, for as long as it took.
+func TestHTTPUnauthenticatedTrickleNotWaitedOn(t *testing.T) {
+	t.Parallel()
+	_, urls := startProcess(t, nil, []string{"http", "--auth", "passthrough", "--api-host", "http://127.0.0.1:9", "--addr", "127.0.0.1:0",
+		"--state-dir", t.TempDir()}, `MCP endpoint: (http://\S+)/mcp`)
+	addr := strings.TrimPrefix(urls[0], "http://")
+	for _, method := range []string{http.MethodGet, http.MethodPost} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "%s /mcp HTTP/1.1\r\nHost: %s\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{", method, addr)
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // a bound on the test, not on the server
+		br := bufio.NewReader(c)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%s: no answer while the body trickles: %v", method, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized || !resp.Close {
+			t.Fatalf("%s: %d, close %v; want 401 and the connection closed", method, resp.StatusCode, resp.Close)
+		}
+		if _, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("%s: the connection stayed open: %v", method, err)
+		}
+	}
+}
+
+// TestHTTPTrickleToAnyEndpointCutOff: a body trickled to an endpoint that reads none (/healthz)
+// is cut off too (net/http drains up to 256 KiB of an unread body before it answers).
+func TestHTTPTrickleToAnyEndpointCutOff(t *testing.T) {
+	t.Parallel()
+	_, urls := startProcess(t, nil, []string{"http", "--sandbox", "--addr", "127.0.0.1:0", "--body-timeout", "500ms"}, `MCP endpoint: (http://\S+)/mcp`)
+	addr := strings.TrimPrefix(urls[0], "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: %s\r\nContent-Length: 1000\r\n\r\n{", addr)
+	go func() { // a slow client: a byte every 100 ms, until the server hangs up
+		for {
+			time.Sleep(100 * time.Millisecond)
+			if _, err := c.Write([]byte(" ")); err != nil {
+				return
+			}
+		}
+	}()
+	_ = c.SetReadDeadline(time.Now().Add(30 * time.Second)) // a bound on the test, not on the server
+	br := bufio.NewReader(c)
+	for {
+		if _, err := br.ReadByte(); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Fatal("a body trickled to /healthz kept its connection")
+			}
+			return
+		}
+	}
+}

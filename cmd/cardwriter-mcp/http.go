@@ -298,7 +298,7 @@ func runHTTP(ctx context.Context, args []string, _, stderr io.Writer) error {
 	b.logger.Info("serving MCP over streamable HTTP", "addr", ln.Addr().String(), "auth", mode, "sandbox", withSandbox, "version", programVersion())
 	// Once no request has come for a second, the memory the runtime keeps for reuse goes back
 	// to the system: an idle server holds what its sessions use, not twice that.
-	quiet := reclaim.New(mux, reclaim.Quiet)
+	quiet := reclaim.New(g.bodyDeadline(mux), reclaim.Quiet)
 	go quiet.Run(ctx)
 	// On SIGTERM: no new connection, the sessions' GET streams closed (new requests of those
 	// sessions get 404), the calls under way finished within --drain-timeout.
