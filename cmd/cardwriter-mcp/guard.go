@@ -36,8 +36,8 @@ type guard struct {
 }
 
 // bodyState is what the guard and its body layer share about one request: whether the
-// request got past authorization to have its body read.
-type bodyState struct{ taken bool }
+// request got past authorization.
+type bodyState struct{ authenticated bool }
 
 type bodyStateKey struct{}
 
@@ -54,15 +54,16 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.next.ServeHTTP(w, r)
 		return
 	}
-	// Until the body layer takes the body, the connection closes after the response: a request
-	// refused by authorization leaves its body unread (net/http would otherwise read up to
-	// 256 KiB of it to reuse the connection), and a body sent slowly is cut off at the deadline.
+	// Unless the request gets past authorization to the body layer, the connection closes after
+	// the response: a request refused by authorization leaves its body unread (net/http would
+	// otherwise read up to 256 KiB of it to reuse the connection). A body sent slowly is cut off
+	// at the deadline either way.
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(g.bodyTimeout))
 	w.Header().Set("Connection", "close")
 	st := &bodyState{}
 	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyStateKey{}, st)))
-	if !st.taken {
+	if !st.authenticated {
 		// Nothing more of an unauthenticated body is read, not even to drain it.
 		_ = rc.SetReadDeadline(time.Now())
 	}
@@ -70,14 +71,20 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // body is the layer inside authorization that reads a POST's body: at most maxBody bytes, by
 // the deadline the guard set, after which the connection's reads have no deadline again (a
-// response streamed as SSE may last long).
+// response streamed as SSE may last long). A body it refuses (too large, too slow) is left to
+// net/http, which drains a little of it within the deadline so that the client, authenticated,
+// reads the answer rather than a broken connection.
 func (g *guard) body(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st, _ := r.Context().Value(bodyStateKey{}).(*bodyState)
-		if st == nil || r.Method != http.MethodPost {
-			// Only a POST carries a message; another request's body stays unread, and its
-			// connection closes after the response.
+		if st == nil {
 			next.ServeHTTP(w, r)
+			return
+		}
+		st.authenticated = true
+		w.Header().Del("Connection")
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r) // only a POST carries a message
 			return
 		}
 		if r.ContentLength > g.maxBody {
@@ -100,9 +107,7 @@ func (g *guard) body(next http.Handler) http.Handler {
 			g.refuse(w, r, http.StatusRequestEntityTooLarge, fmt.Sprintf("The request body is larger than the %d bytes this server accepts (--max-body-bytes).", g.maxBody))
 			return
 		}
-		st.taken = true
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
-		w.Header().Del("Connection")
 		if refused := g.messages.Check(body); refused != nil {
 			g.logger.Warn("mcp message refused before decoding", "reason", refused.Reason, "tool", refused.Tool)
 			if g.limited != nil {
