@@ -54,20 +54,27 @@ func (g *guard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.next.ServeHTTP(w, r)
 		return
 	}
-	// Unless the request gets past authorization to the body layer, the connection closes after
-	// the response: a request refused by authorization leaves its body unread (net/http would
-	// otherwise read up to 256 KiB of it to reuse the connection). A body sent slowly is cut off
-	// at the deadline either way.
+	// A body sent slowly is cut off at the deadline. A request refused by authorization has its
+	// body drained (for the connection to serve the client's next request) only when it is
+	// small; else the connection closes after the response, the body unread (net/http would
+	// read up to 256 KiB of it).
 	rc := http.NewResponseController(w)
 	_ = rc.SetReadDeadline(time.Now().Add(g.bodyTimeout))
-	w.Header().Set("Connection", "close")
+	small := r.ContentLength >= 0 && r.ContentLength <= unauthenticatedBody
+	if !small {
+		w.Header().Set("Connection", "close")
+	}
 	st := &bodyState{}
 	g.next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), bodyStateKey{}, st)))
-	if !st.authenticated {
+	if !st.authenticated && !small {
 		// Nothing more of an unauthenticated body is read, not even to drain it.
 		_ = rc.SetReadDeadline(time.Now())
 	}
 }
+
+// unauthenticatedBody is the most of a request body read before authorization: drained after
+// a 401 when it is no larger (an initialize is a few hundred bytes); a larger one is not read.
+const unauthenticatedBody = 4 << 10
 
 // body is the layer inside authorization that reads a POST's body: at most maxBody bytes, by
 // the deadline the guard set, after which the connection's reads have no deadline again (a
