@@ -83,3 +83,63 @@ func sizeName(n int64) string {
 	}
 	return strconv.FormatInt(n, 10) + " bytes"
 }
+
+const (
+	// DefaultArgumentBytes is the most bytes of JSON one argument takes when its schema carries
+	// no file or image: room for a worldbook document of 500 entries of 8 KB.
+	DefaultArgumentBytes = 4 << 20
+	// DefaultArgumentsBytes is the most bytes of JSON a tool's arguments take together, besides
+	// the files and images among them.
+	DefaultArgumentsBytes = 8 << 20
+)
+
+// ArgumentLimits are the size limits of each tool's arguments as JSON, from the input schemas:
+// an argument whose schema allows a long string (a file or an image as base64) gets that
+// length, plus room for JSON escapes; every other argument DefaultArgumentBytes; the arguments
+// together DefaultArgumentsBytes plus their files' limits. A transport checks them before the
+// arguments are decoded (internal/msglimit).
+type ArgumentLimits struct {
+	large map[string]map[string]int64 // tool -> argument -> limit, for the arguments over the default
+}
+
+// NewArgumentLimits works out the limits of the tools ts.
+func NewArgumentLimits(ts []Tool) *ArgumentLimits {
+	a := &ArgumentLimits{large: map[string]map[string]int64{}}
+	for _, t := range ts {
+		var s struct {
+			Properties map[string]any `json:"properties"`
+		}
+		if json.Unmarshal(t.inputSchema, &s) != nil {
+			continue
+		}
+		for name, p := range s.Properties {
+			n := largestMaxLength(p)
+			// A string's maxLength counts characters; as JSON, a base64 text may have its
+			// slashes escaped (\/) and a text its characters as \u escapes: room for some.
+			if most := n + n/16 + 64<<10; most > DefaultArgumentBytes {
+				if a.large[t.Name] == nil {
+					a.large[t.Name] = map[string]int64{}
+				}
+				a.large[t.Name][name] = most
+			}
+		}
+	}
+	return a
+}
+
+// Argument returns the most bytes of JSON the argument name of tool may take.
+func (a *ArgumentLimits) Argument(tool, name string) int64 {
+	if n, ok := a.large[tool][name]; ok {
+		return n
+	}
+	return DefaultArgumentBytes
+}
+
+// Arguments returns the most bytes of JSON the arguments of tool may take together.
+func (a *ArgumentLimits) Arguments(tool string) int64 {
+	most := int64(DefaultArgumentsBytes)
+	for _, n := range a.large[tool] {
+		most += n
+	}
+	return most
+}

@@ -754,7 +754,7 @@ func TestTavernPathRules(t *testing.T) {
 		{name: "roots/list fails", cfg: tavernEnvConfig{opts: Options{LocalFiles: &LocalFiles{}}, rootsH: func(context.Context) (*mcp.ListRootsResult, error) {
 			return nil, fmt.Errorf("no roots here")
 		}}, path: inRoot, code: codePathNotAllowed, want: "no folder is open", asks: true},
-		{name: "missing file", cfg: tavernEnvConfig{opts: stdio, roots: []string{rootDir}}, path: filepath.Join(rootDir, "nope.json"), code: "invalid_arguments", want: "no file"},
+		{name: "missing file", cfg: tavernEnvConfig{opts: stdio, roots: []string{rootDir}}, path: filepath.Join(rootDir, "nope.json"), code: codePathNotAllowed, want: "no such file", asks: true},
 		{name: "over 32 MiB", cfg: tavernEnvConfig{opts: stdio, roots: []string{rootDir}}, path: big, code: "invalid_arguments", want: "32 MiB", asks: true},
 	}
 	for _, tt := range tests {

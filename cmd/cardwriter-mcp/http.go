@@ -18,7 +18,9 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth/proxy"
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
+	"github.com/cardwriter/cardwriter-mcp/internal/connlimit"
 	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
+	"github.com/cardwriter/cardwriter-mcp/internal/msglimit"
 	"github.com/cardwriter/cardwriter-mcp/internal/reclaim"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/internal/sessions"
@@ -81,6 +83,35 @@ var httpProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2
 // refused by its schema, as a result the model can read, rather than by the transport.
 func defaultMaxBody() int64 { return tools.LargestArgument(tools.All()) + 1<<20 }
 
+// messageLimits bound what an MCP message may hold before it is decoded: nesting, values, and
+// each tool's arguments by the tool's schemas.
+func messageLimits() *msglimit.Limits {
+	args := tools.NewArgumentLimits(tools.All())
+	return &msglimit.Limits{Depth: msglimit.DefaultDepth, Values: msglimit.DefaultValues, Envelope: msglimit.DefaultEnvelope,
+		Argument: args.Argument, Arguments: args.Arguments}
+}
+
+// requestUser is who an MCP request over HTTP acts for, wherever users must be told apart (the
+// per-user limits of sessions): the card service's user of the request's principal, as the
+// authorization layer found it; "" without authorization. The one place that says so.
+func requestUser(r *http.Request) string {
+	if p := proxy.PrincipalFrom(r.Context()); p != nil {
+		return p.UserID
+	}
+	return ""
+}
+
+const (
+	// defaultUserSessions is room for a person's hosts and their restarts within the idle time.
+	defaultUserSessions = 32
+	// defaultBodyTimeout lets the largest body (45 MB) arrive at 1 MB/s; one trickled a byte at
+	// a time holds its connection no longer.
+	defaultBodyTimeout = time.Minute
+	// defaultMaxConnections stays under the usual limit of 1024 open files per process, with
+	// room for the store, the card service's connections and the logs.
+	defaultMaxConnections = 512
+)
+
 func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("http", "http [--addr 127.0.0.1:8080] [--api-host URL | --sandbox] [--auth proxy|passthrough|none] [--public-url URL] [flags]", stdout, stderr, envConfigDir, envSandboxToken, envOTel)
 	var f serverFlags
@@ -88,8 +119,12 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; the MCP endpoint is /mcp")
 	origins := fs.String("allowed-origins", "", "comma-separated extra Origins allowed to call /mcp (loopback origins are too, unless --public-url is a non-loopback one)")
 	hosts := fs.String("allowed-hosts", "", "comma-separated Host header values accepted besides loopback names (needed behind a proxy; the --public-url host always is)")
-	maxBody := fs.Int64("max-body-bytes", defaultMaxBody(), "largest MCP request body accepted, in bytes")
+	maxBody := fs.Int64("max-body-bytes", defaultMaxBody(), "largest MCP request body accepted from an authenticated client, in bytes (an unauthenticated request's body is never read)")
+	bodyTimeout := fs.Duration("body-timeout", defaultBodyTimeout, "the longest an MCP request body may take to arrive (a slower one gets 408 and its connection is closed)")
+	maxConns := fs.Int("max-connections", defaultMaxConnections, "connections open at once, all clients together (more are answered 503 and closed)")
 	idle := fs.Duration("session-idle-ttl", 30*time.Minute, "end MCP sessions idle this long")
+	userSessions := fs.Int("user-sessions", defaultUserSessions, "MCP sessions one user may have open at once (more: 429 until one ends or expires idle; 0: no limit; none without authorization)")
+	initRate := fs.Float64("user-initialize-rate", 1, "new MCP sessions (initialize) one user may start per second, in bursts of ten times that (0: no limit; none without authorization)")
 	drain := fs.Duration("drain-timeout", defaultDrain, "on SIGTERM, how long the calls under way may take to finish before the server exits")
 	var limits upstream.Limits
 	fs.IntVar(&limits.UserConcurrency, "user-concurrency", 8, "card service calls one user may have under way at once (0: no limit)")
@@ -103,8 +138,11 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
 	}
-	if *maxBody <= 0 {
-		return fmt.Errorf("--max-body-bytes must be positive, got %d", *maxBody)
+	if *maxBody <= 0 || *bodyTimeout <= 0 || *maxConns <= 0 {
+		return fmt.Errorf("--max-body-bytes, --body-timeout and --max-connections must be positive, got %d, %s and %d", *maxBody, *bodyTimeout, *maxConns)
+	}
+	if *userSessions < 0 || *initRate < 0 {
+		return errors.New("--user-sessions and --user-initialize-rate must not be negative")
 	}
 	if limits.UserConcurrency < 0 || limits.Concurrency < 0 || limits.UserRate < 0 || *callTimeout <= 0 {
 		return errors.New("--user-concurrency, --user-rate and --upstream-concurrency must not be negative, and --call-timeout must be positive")
@@ -141,10 +179,16 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		go func() { _ = serve(mctx, mln, mux, slog.New(slog.DiscardHandler)) }()
 		fmt.Fprintf(stderr, "metrics: http://%s/metrics\n", mln.Addr())
 	}
-	ln, err := net.Listen("tcp", *addr)
+	tcp, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return fmt.Errorf("http: %w", err)
 	}
+	var refused func()
+	var limited func(string)
+	if f.metrics != nil {
+		refused, limited = f.metrics.ConnectionRefused, f.metrics.Refused
+	}
+	ln := connlimit.Listen(tcp, *maxConns, refused)
 	defer ln.Close()
 	base := "http://" + ln.Addr().String()
 	loopback := false
@@ -193,6 +237,11 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	f.revisionStore = kv
 	f.exports = kv
 	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))
+	sessionLimits := sessions.Limits{User: requestUser, MaxSessions: *userSessions, InitializeRate: *initRate}
+	if f.metrics != nil {
+		sessionLimits.Refused = f.metrics.Refused
+	}
+	sess.SetLimits(sessionLimits)
 	f.hooks = &server.Hooks{}
 	sess.Hooks(f.hooks)
 	f.notifier = httpNotifier{sess}
@@ -245,8 +294,9 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	g := &guard{
 		allowedOrigins: allowedOrigins, allowedHosts: allowedHosts,
-		loopback: loopback, public: deployedPublic(af.publicURL), maxBody: *maxBody, logger: b.logger, next: az.protect(sess.Gate(streamable)),
+		loopback: loopback, public: deployedPublic(af.publicURL), maxBody: *maxBody, bodyTimeout: *bodyTimeout, logger: b.logger, limited: limited, messages: messageLimits(),
 	}
+	g.next = az.protect(g.body(sess.Gate(streamable)))
 	mux := http.NewServeMux()
 	mux.Handle(proxy.MCPPath, g)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
@@ -266,7 +316,7 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	b.logger.Info("serving MCP over streamable HTTP", "addr", ln.Addr().String(), "auth", mode, "sandbox", withSandbox, "version", programVersion())
 	// Once no request has come for a second, the memory the runtime keeps for reuse goes back
 	// to the system: an idle server holds what its sessions use, not twice that.
-	quiet := reclaim.New(mux, reclaim.Quiet)
+	quiet := reclaim.New(g.bodyDeadline(mux), reclaim.Quiet)
 	go quiet.Run(ctx)
 	// On SIGTERM: no new connection, the sessions' GET streams closed (new requests of those
 	// sessions get 404), the calls under way finished within --drain-timeout.

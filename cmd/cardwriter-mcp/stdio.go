@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -19,6 +22,7 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
+	"github.com/cardwriter/cardwriter-mcp/internal/msglimit"
 	"github.com/cardwriter/cardwriter-mcp/internal/unread"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 )
@@ -61,7 +65,8 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	s.SetErrorLogger(log.New(stderr, "", 0))
 	// stdout carries the protocol and nothing else; a closed stdin ends the session cleanly,
 	// once the calls under way have finished (at most --drain-timeout).
-	in := &drainingReader{r: os.Stdin, calls: f.calls, drain: *drain, ctx: ctx}
+	bounded := &boundedInput{r: bufio.NewReader(os.Stdin), limits: messageLimits(), out: out, log: b.logger}
+	in := &drainingReader{r: bounded, calls: f.calls, drain: *drain, ctx: ctx}
 	err = s.Listen(ctx, in, out)
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
 		return nil
@@ -104,6 +109,40 @@ func (d *drainingReader) Read(p []byte) (int, error) {
 		})
 	}
 	return n, err
+}
+
+// boundedInput is stdin with each message (a line) checked against the message limits before
+// mcp-go decodes it: a request over them is answered here, on stdout, and never reaches it.
+type boundedInput struct {
+	r       *bufio.Reader
+	limits  *msglimit.Limits
+	out     io.Writer
+	log     *slog.Logger
+	pending []byte // the rest of an accepted line, not read yet
+	err     error  // the error that ended the input, once pending is read
+}
+
+func (b *boundedInput) Read(p []byte) (int, error) {
+	for len(b.pending) == 0 {
+		if b.err != nil {
+			return 0, b.err
+		}
+		line, err := b.r.ReadBytes('\n')
+		b.err = err
+		if refused := b.limits.Check(bytes.TrimSpace(line)); refused != nil {
+			b.log.Warn("mcp message refused before decoding", "reason", refused.Reason, "tool", refused.Tool)
+			if answer := refused.Response(); answer != nil {
+				if _, err := b.out.Write(append(answer, '\n')); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		}
+		b.pending = line
+	}
+	n := copy(p, b.pending)
+	b.pending = b.pending[n:]
+	return n, nil
 }
 
 // lineWriter is stdout shared by mcp-go's stdio server (responses, requests to the client) and

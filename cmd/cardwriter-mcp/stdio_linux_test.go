@@ -62,6 +62,7 @@ type rawStdio struct {
 	in   *os.File
 	out  *os.File
 	rest []byte // read and not yet taken by await
+	pid  int
 }
 
 // startRawStdio runs `cardwriter-mcp stdio --sandbox` with its stdout on a pipe or on one end of
@@ -113,7 +114,7 @@ func startRawStdio(t *testing.T, kind string) *rawStdio {
 		}
 		outR.Close()
 	})
-	return &rawStdio{t: t, in: inW, out: outR}
+	return &rawStdio{t: t, in: inW, out: outR, pid: cmd.Process.Pid}
 }
 
 // send writes one message to the server.

@@ -39,6 +39,7 @@ type Metrics struct {
 	refreshes       *prometheus.CounterVec
 	signIns         *prometheus.CounterVec
 	revisions       *prometheus.CounterVec
+	refused         *prometheus.CounterVec
 }
 
 // New returns the metrics, registered with a registry of their own (with the Go runtime's and
@@ -84,8 +85,11 @@ func New() *Metrics {
 		revisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cardwriter_revisions_total", Help: "Revisions kept before writes, dropped by the retention, and restored, by event.",
 		}, []string{"event"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardwriter_http_refused_total", Help: "HTTP requests and connections refused by a limit, by limit (connections, body_timeout, message, user_sessions, user_initialize_rate).",
+		}, []string{"limit"}),
 	}
-	m.reg.MustRegister(m.revisions, m.signIns, m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.storeFailures, m.storeFailovers, m.upstreamReqs, m.upstreamLatency,
+	m.reg.MustRegister(m.revisions, m.refused, m.signIns, m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.storeFailures, m.storeFailovers, m.upstreamReqs, m.upstreamLatency,
 		m.retries, m.refreshes, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -133,6 +137,12 @@ func (m *Metrics) Retry(operation, reason string) {
 
 // Refresh counts a token refresh by outcome (upstream.Observer).
 func (m *Metrics) Refresh(outcome string) { m.refreshes.WithLabelValues(outcome).Inc() }
+
+// ConnectionRefused counts a connection refused by --max-connections.
+func (m *Metrics) ConnectionRefused() { m.Refused("connections") }
+
+// Refused counts a request or connection refused by the limit named (a fixed set of names).
+func (m *Metrics) Refused(limit string) { m.refused.WithLabelValues(limit).Inc() }
 
 // SignIn counts a sign-in through the HTTP server's authorization server by outcome.
 func (m *Metrics) SignIn(outcome string) { m.signIns.WithLabelValues(outcome).Inc() }

@@ -63,6 +63,8 @@ type Sessions struct {
 	pending sync.Map   // session id NUL request id -> true: a request to the client that a call here waits on
 	notes   sync.Map   // session id -> *noteCount: its calls' notifications sent and written (before 2026-07-28)
 	adoptMu sync.Mutex // one adoption at a time
+
+	limits *userLimits // nil: no per-user limits
 }
 
 // New returns the sessions kept in kv; a session idle for idle ends everywhere.
@@ -161,12 +163,19 @@ func (s *Sessions) Gate(next http.Handler) http.Handler {
 				s.cancelElsewhere(r, sid)
 			}
 		}
+		refused, opened := s.limitInitialize(w, r)
+		if refused {
+			return
+		}
 		gw := &gateWriter{ResponseWriter: w, st: st, sid: sid, s: s, standalone: r.Method == http.MethodGet}
 		defer gw.forget()
 		if modern(r) {
 			st.stream = gw
 		}
 		next.ServeHTTP(gw, r)
+		if sid == "" {
+			opened(gw.Header().Get(server.HeaderKeySessionID))
+		}
 	})
 }
 

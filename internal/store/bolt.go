@@ -27,8 +27,10 @@ var (
 // Bolt is the embedded KV: one bbolt file (0600, in a 0700 directory) whose transactions are
 // synced to disk before they return, so a crash loses nothing acknowledged. One process opens
 // the file at a time (bbolt's exclusive lock); several replicas need Redis. Expired keys read
-// as absent and are deleted by a sweep every minute.
+// as absent and are deleted by a sweep every minute, after which a file that is mostly free
+// pages is compacted (and at open), so that its size follows what it holds.
 type Bolt struct {
+	mu   sync.RWMutex // held for reading by every transaction, for writing while the file is compacted
 	db   *bolt.DB
 	path string
 	now  func() time.Time
@@ -68,6 +70,10 @@ func OpenBolt(path string) (*Bolt, error) {
 		return nil, fmt.Errorf("store: %s: %w", abs, err)
 	}
 	b := &Bolt{db: db, path: abs, now: time.Now, stop: make(chan struct{}), done: make(chan struct{})}
+	// A file left large by a burst before a restart is compacted before it serves.
+	if err := b.maintain(); IsUnavailable(err) {
+		return nil, err
+	}
 	go b.sweeper()
 	return b, nil
 }
@@ -120,7 +126,7 @@ func (b *Bolt) getTx(tx *bolt.Tx, key string) (time.Time, []byte, bool) {
 
 func (b *Bolt) Get(_ context.Context, key string) ([]byte, error) {
 	var out []byte
-	err := b.db.View(func(tx *bolt.Tx) error {
+	err := b.view(func(tx *bolt.Tx) error {
 		_, v, ok := b.getTx(tx, key)
 		if !ok {
 			return ErrNotFound
@@ -132,14 +138,14 @@ func (b *Bolt) Get(_ context.Context, key string) ([]byte, error) {
 }
 
 func (b *Bolt) Set(_ context.Context, key string, value []byte, ttl time.Duration) error {
-	return b.fail(b.db.Update(func(tx *bolt.Tx) error {
+	return b.fail(b.update(func(tx *bolt.Tx) error {
 		return tx.Bucket(bucketVals).Put([]byte(key), encode(expiry(b.now(), ttl), value))
 	}))
 }
 
 func (b *Bolt) Create(_ context.Context, key string, value []byte, ttl time.Duration) (bool, error) {
 	created := false
-	err := b.db.Update(func(tx *bolt.Tx) error {
+	err := b.update(func(tx *bolt.Tx) error {
 		if _, _, ok := b.getTx(tx, key); ok {
 			return nil
 		}
@@ -151,7 +157,7 @@ func (b *Bolt) Create(_ context.Context, key string, value []byte, ttl time.Dura
 
 func (b *Bolt) Take(_ context.Context, key string) ([]byte, error) {
 	var out []byte
-	err := b.db.Update(func(tx *bolt.Tx) error {
+	err := b.update(func(tx *bolt.Tx) error {
 		_, v, ok := b.getTx(tx, key)
 		if !ok {
 			return ErrNotFound
@@ -164,7 +170,7 @@ func (b *Bolt) Take(_ context.Context, key string) ([]byte, error) {
 
 func (b *Bolt) Update(_ context.Context, key string, ttl time.Duration, change func(old []byte) ([]byte, error)) ([]byte, error) {
 	var out []byte
-	err := b.db.Update(func(tx *bolt.Tx) error {
+	err := b.update(func(tx *bolt.Tx) error {
 		exp, old, ok := b.getTx(tx, key)
 		if !ok {
 			old, exp = nil, time.Time{}
@@ -186,7 +192,7 @@ func (b *Bolt) Update(_ context.Context, key string, ttl time.Duration, change f
 }
 
 func (b *Bolt) Touch(_ context.Context, key string, ttl time.Duration) error {
-	return b.fail(b.db.Update(func(tx *bolt.Tx) error {
+	return b.fail(b.update(func(tx *bolt.Tx) error {
 		if _, v, ok := b.getTx(tx, key); ok {
 			return tx.Bucket(bucketVals).Put([]byte(key), encode(expiry(b.now(), ttl), v))
 		}
@@ -198,7 +204,7 @@ func (b *Bolt) Touch(_ context.Context, key string, ttl time.Duration) error {
 }
 
 func (b *Bolt) Delete(_ context.Context, keys ...string) error {
-	return b.fail(b.db.Update(func(tx *bolt.Tx) error {
+	return b.fail(b.update(func(tx *bolt.Tx) error {
 		for _, k := range keys {
 			if err := tx.Bucket(bucketVals).Delete([]byte(k)); err != nil {
 				return err
@@ -213,7 +219,7 @@ func (b *Bolt) Delete(_ context.Context, keys ...string) error {
 
 func (b *Bolt) Scan(ctx context.Context, prefix string, fn func(key string) error) error {
 	var keys []string
-	err := b.db.View(func(tx *bolt.Tx) error {
+	err := b.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketVals).Cursor()
 		now := b.now()
 		for k, v := c.Seek([]byte(prefix)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
@@ -253,7 +259,7 @@ func (b *Bolt) listTx(tx *bolt.Tx, key string) *bolt.Bucket {
 
 func (b *Bolt) Append(_ context.Context, key string, item []byte, ttl time.Duration) (int64, error) {
 	var index int64
-	err := b.db.Update(func(tx *bolt.Tx) error {
+	err := b.update(func(tx *bolt.Tx) error {
 		lists := tx.Bucket(bucketLists)
 		lb := b.listTx(tx, key)
 		if lb == nil {
@@ -282,7 +288,7 @@ func (b *Bolt) Append(_ context.Context, key string, item []byte, ttl time.Durat
 
 func (b *Bolt) Range(_ context.Context, key string, from int64) ([][]byte, error) {
 	var out [][]byte
-	err := b.db.View(func(tx *bolt.Tx) error {
+	err := b.view(func(tx *bolt.Tx) error {
 		lb := b.listTx(tx, key)
 		if lb == nil {
 			return ErrNotFound
@@ -304,7 +310,7 @@ func (b *Bolt) Range(_ context.Context, key string, from int64) ([][]byte, error
 }
 
 func (b *Bolt) Ping(context.Context) error {
-	return b.fail(b.db.View(func(*bolt.Tx) error { return nil }))
+	return b.fail(b.view(func(*bolt.Tx) error { return nil }))
 }
 
 func (b *Bolt) Name() string { return "bolt " + b.path }
@@ -313,6 +319,8 @@ func (b *Bolt) Name() string { return "bolt " + b.path }
 func (b *Bolt) Close() error {
 	b.stopOnce.Do(func() { close(b.stop) })
 	<-b.done
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	return b.db.Close()
 }
 
@@ -325,14 +333,99 @@ func (b *Bolt) sweeper() {
 		case <-b.stop:
 			return
 		case <-t.C:
-			_ = b.sweep()
+			_ = b.maintain()
 		}
 	}
 }
 
+func (b *Bolt) view(fn func(*bolt.Tx) error) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.db.View(fn)
+}
+
+func (b *Bolt) update(fn func(*bolt.Tx) error) error {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.db.Update(fn)
+}
+
+// compactMin is the smallest file worth compacting.
+const compactMin = 1 << 20
+
+// maintain deletes what expired and gives the space back to the file system when most of the
+// file is free pages (bbolt reuses free pages but never shrinks its file: after a burst of
+// sessions, the file would keep its peak size for good).
+func (b *Bolt) maintain() error {
+	if err := b.sweep(); err != nil {
+		return err
+	}
+	return b.compactIfSparse()
+}
+
+// sparse reports whether the file is over compactMin and more than half of it is free.
+func (b *Bolt) sparse() bool {
+	fi, err := os.Stat(b.path)
+	if err != nil || fi.Size() < compactMin {
+		return false
+	}
+	var live int64
+	_ = b.db.View(func(tx *bolt.Tx) error {
+		st := b.db.Stats()
+		pages := tx.Size() / int64(b.db.Info().PageSize)
+		live = (pages - int64(st.FreePageN) - int64(st.PendingPageN)) * int64(b.db.Info().PageSize)
+		return nil
+	})
+	return live*2 < fi.Size()
+}
+
+// compactIfSparse rewrites a sparse file without its free pages: a copy is compacted beside it,
+// synced, and renamed over it, then opened in its place. Transactions wait meanwhile.
+func (b *Bolt) compactIfSparse() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.sparse() {
+		return nil
+	}
+	tmp := b.path + ".compact"
+	_ = os.Remove(tmp)
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return fmt.Errorf("store: compact %s: %w", b.path, err)
+	}
+	if err := bolt.Compact(dst, b.db, 4<<20); err != nil {
+		dst.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("store: compact %s: %w", b.path, err)
+	}
+	if err := dst.Close(); err != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("store: compact %s: %w", b.path, err)
+	}
+	if err := b.db.Close(); err != nil {
+		return fmt.Errorf("store: compact %s: %w", b.path, err)
+	}
+	renamed := os.Rename(tmp, b.path)
+	if d, err := os.Open(filepath.Dir(b.path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	// Open the file again whether or not the rename took (then it is the old one, whole).
+	db, err := bolt.Open(b.path, 0o600, &bolt.Options{Timeout: time.Second})
+	if err != nil {
+		return &UnavailableError{Backend: b.Name(), Err: fmt.Errorf("reopen after compaction: %w", err)}
+	}
+	b.db = db
+	if renamed != nil {
+		_ = os.Remove(tmp)
+		return fmt.Errorf("store: compact %s: %w", b.path, renamed)
+	}
+	return nil
+}
+
 // sweep deletes expired values and lists.
 func (b *Bolt) sweep() error {
-	return b.db.Update(func(tx *bolt.Tx) error {
+	return b.update(func(tx *bolt.Tx) error {
 		now := b.now()
 		var dead [][]byte
 		_ = tx.Bucket(bucketVals).ForEach(func(k, v []byte) error {

@@ -33,7 +33,7 @@ func WriteLocalFile(ctx context.Context, c Env, p string, data []byte, overwrite
 	}
 	clean := filepath.Clean(p)
 	dir, name := filepath.Dir(clean), filepath.Base(clean)
-	allowed := resolveDirs(c.LocalFiles.AllowDirs)
+	allowed := openDirs(c.LocalFiles.AllowDirs)
 	realDir, dirErr := filepath.EvalSymlinks(dir)
 	// Where the folder does not exist, it is judged by its nearest existing ancestor (symlinks
 	// resolved) and the rest of its name: the answer for a folder outside the roots is the same

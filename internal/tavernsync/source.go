@@ -100,7 +100,9 @@ func tooLarge(arg string) *Failure {
 
 // readLocalFile reads the file at p when the server may: over stdio, inside an allowed folder or
 // a root of the client, symlinks resolved (a link out of them is refused), a regular file of at
-// most tavern.MaxInputSize bytes.
+// most tavern.MaxInputSize bytes. Whether a path outside the open folders exists is never told
+// (nothing outside them is even looked at), nor where a link leads. The file is opened without
+// blocking (a named pipe or a device is refused, not waited on), and its reading ends with ctx.
 func readLocalFile(ctx context.Context, c Env, p string) ([]byte, error) {
 	refuse := func(msg string, detail map[string]any) error { return pathRefused("source.path", msg, detail) }
 	p, err := localPath(c, "source.path", p, "read files on the machine it runs on (it runs over HTTP, for clients elsewhere). "+
@@ -108,18 +110,10 @@ func readLocalFile(ctx context.Context, c Env, p string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	real, err := filepath.EvalSymlinks(filepath.Clean(p))
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, &Failure{Code: CodeInvalidArguments, Message: fmt.Sprintf("source.path: there is no file %s.", p),
-				Detail: map[string]any{"argument": "source.path"}}
-		}
-		return nil, &Failure{Code: CodeInvalidArguments, Message: fmt.Sprintf("source.path: %s cannot be read (%v).", p, unwrapPathError(err)),
-			Detail: map[string]any{"argument": "source.path"}}
-	}
+	clean := filepath.Clean(p)
 	// The --allow-dir folders first: a file inside one needs no question to the client.
-	allowed := resolveDirs(c.LocalFiles.AllowDirs)
-	if !insideAny(real, allowed) {
+	allowed := openDirs(c.LocalFiles.AllowDirs)
+	if !insideAny(clean, allowed) {
 		roots, err := clientRootDirs(ctx, c)
 		if err != nil {
 			return nil, err
@@ -131,28 +125,30 @@ func readLocalFile(ctx context.Context, c Env, p string) ([]byte, error) {
 			"server was started without --allow-dir. Add the folder as a root in the client (or start the server with "+
 			"--allow-dir FOLDER), or send the file's bytes as source.dataBase64.", nil)
 	}
-	if !insideAny(real, allowed) {
-		msg := fmt.Sprintf("source.path %s is outside the folders open to this server (%s).", p, strings.Join(allowed, ", "))
-		if real != filepath.Clean(p) {
-			msg = fmt.Sprintf("source.path %s leads (through a symbolic link) to %s, which is outside the folders open to this server (%s).",
-				p, real, strings.Join(allowed, ", "))
-		}
-		return nil, refuse(msg, map[string]any{"allowed": anyStrings(allowed)})
+	// One answer for a path outside the open folders, a path that leads out of them through a
+	// link, and a path that names nothing: which of them it is would tell what exists outside.
+	notOpen := func() error {
+		return refuse(fmt.Sprintf("source.path %s is not a file inside the folders open to this server (%s): there is no such file "+
+			"there, or it lies outside them (a symbolic link may lead out). Give the path of a file inside one of them.",
+			p, strings.Join(allowed, ", ")), map[string]any{"allowed": anyStrings(allowed)})
 	}
-	f, err := os.Open(real)
-	if err != nil {
+	if !insideAny(clean, allowed) {
+		return nil, notOpen()
+	}
+	real, err := filepath.EvalSymlinks(clean)
+	if err != nil || !insideAny(real, allowed) {
+		return nil, notOpen()
+	}
+	f, fi, err := openRegular(real)
+	switch {
+	case errors.Is(err, errNotRegular):
+		return nil, &Failure{Code: CodeInvalidArguments, Message: fmt.Sprintf("source.path: %s is not a regular file (a folder, a named pipe or a device); give a card or lorebook file.", p),
+			Detail: map[string]any{"argument": "source.path"}}
+	case err != nil:
 		return nil, &Failure{Code: CodeInvalidArguments, Message: fmt.Sprintf("source.path: %s cannot be read (%v).", p, unwrapPathError(err)),
 			Detail: map[string]any{"argument": "source.path"}}
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &Failure{Code: CodeInvalidArguments, Message: fmt.Sprintf("source.path: %s is not a regular file.", p),
-			Detail: map[string]any{"argument": "source.path"}}
-	}
 	// The checked path must still be the opened file (no link swapped in since the check).
 	if again, err := filepath.EvalSymlinks(real); err != nil || again != real {
 		return nil, refuse(fmt.Sprintf("source.path %s changed while it was being opened; try again.", p), nil)
@@ -163,8 +159,11 @@ func readLocalFile(ctx context.Context, c Env, p string) ([]byte, error) {
 	if fi.Size() > tavern.MaxInputSize {
 		return nil, tooLarge("source.path")
 	}
-	data, err := io.ReadAll(io.LimitReader(f, tavern.MaxInputSize+1))
+	data, err := io.ReadAll(io.LimitReader(ctxReader{ctx, f}, tavern.MaxInputSize+1))
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("read source.path: %w", ctx.Err())
+		}
 		return nil, err
 	}
 	if len(data) > tavern.MaxInputSize {
@@ -196,6 +195,61 @@ func localPath(c Env, arg, p, elseSays string) (string, error) {
 		return "", pathRefused(arg, fmt.Sprintf("%s %q is not an absolute path; give the file's full path.", arg, p), nil)
 	}
 	return p, nil
+}
+
+// errNotRegular is openRegular's error for anything but a regular file.
+var errNotRegular = errors.New("not a regular file")
+
+// regular returns f opened at path with what fstat says of it, or errNotRegular (f closed)
+// when it is anything but a regular file.
+func regular(f *os.File, path string) (*os.File, fs.FileInfo, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("stat %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, errNotRegular
+	}
+	return f, fi, nil
+}
+
+// readChunk is how much of a file is read between two looks at the call's context.
+const readChunk = 256 << 10
+
+// ctxReader reads r until ctx ends, in chunks of at most readChunk.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p[:min(len(p), readChunk)])
+}
+
+// openDirs returns the folders dirs, each as given (cleaned) and with its symlinks resolved,
+// leaving out those that are not absolute or do not exist: a path is inside an open folder when
+// it is inside either form (/tmp/x inside --allow-dir /tmp, which is /private/tmp on macOS).
+func openDirs(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(filepath.Clean(d))
+		if err != nil {
+			continue
+		}
+		out = append(out, real)
+		if c := filepath.Clean(d); c != real {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func unwrapPathError(err error) error {
@@ -239,24 +293,7 @@ func clientRootDirs(ctx context.Context, c Env) ([]string, error) {
 		}
 		dirs = append(dirs, filepath.FromSlash(p))
 	}
-	return resolveDirs(dirs), nil
-}
-
-// resolveDirs returns the absolute folders among dirs with their symlinks resolved, leaving out
-// those that do not exist.
-func resolveDirs(dirs []string) []string {
-	var out []string
-	for _, d := range dirs {
-		if !filepath.IsAbs(d) {
-			continue
-		}
-		real, err := filepath.EvalSymlinks(filepath.Clean(d))
-		if err != nil {
-			continue
-		}
-		out = append(out, real)
-	}
-	return out
+	return openDirs(dirs), nil
 }
 
 // anyStrings converts a string slice to []any for an envelope's detail.
