@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -203,7 +204,16 @@ func (r *Redis) Update(ctx context.Context, key string, ttl time.Duration, chang
 	kept := r.replicas > 0 && KeptByReplica(key)
 	var out []byte
 	var changeErr error
-	for range updateTries {
+	for try := range updateTries {
+		if try > 0 {
+			// Another writer won the key: wait a little, at random, so that many writers of one
+			// key (a busy machine runs them in lockstep) do not collide again and again.
+			select {
+			case <-ctx.Done():
+				return nil, r.fail(ctx.Err())
+			case <-time.After(time.Duration(rand.Int64N(int64(min(try, 20))+1)) * time.Millisecond):
+			}
+		}
 		err := r.c.Watch(ctx, func(tx *redis.Tx) error {
 			old, err := tx.Get(ctx, k).Bytes()
 			if errors.Is(err, redis.Nil) {
