@@ -3,6 +3,7 @@
 // fails when the README's figures are stale (UPDATE_README=1 rewrites them) and when tools/list is over
 // TOOLS_LIST_BUDGET.
 import { it } from 'node:test';
+import assert from 'node:assert/strict';
 import { getEncoding } from 'js-tiktoken';
 
 import { connect, serverFor } from './lib/harness.mjs';

@@ -173,3 +173,40 @@ func portableSchema(v any) any {
 	}
 	return v
 }
+
+// Undescribed returns a schema without its descriptions, the same constraints: what an output
+// schema advertises, which clients validate results with and hosts do not hand to a model (it
+// reads the result itself, and the text that comes with it), so that tools/list, which a host
+// may pay for on every turn, carries no words nobody reads. Instance values (const, enum,
+// default, examples) are left as they are.
+func Undescribed(s map[string]any) map[string]any {
+	out := make(map[string]any, len(s))
+	for k, v := range s {
+		switch k {
+		case "description":
+			if _, ok := v.(string); ok {
+				continue
+			}
+			out[k] = undescribedValue(v) // a property named description
+		case "const", "enum", "default", "examples":
+			out[k] = v
+		default:
+			out[k] = undescribedValue(v)
+		}
+	}
+	return out
+}
+
+func undescribedValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		return Undescribed(x)
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = undescribedValue(e)
+		}
+		return out
+	}
+	return v
+}

@@ -119,3 +119,17 @@ func TestPortableFoldsPlaceholders(t *testing.T) {
 		t.Errorf("got %s", g)
 	}
 }
+
+// TestUndescribed: descriptions go, a property named description and instance values stay.
+func TestUndescribed(t *testing.T) {
+	t.Parallel()
+	in := map[string]any{"type": "object", "description": "d", "properties": map[string]any{
+		"description": map[string]any{"type": "string", "description": "a property so named"},
+		"kind":        map[string]any{"const": map[string]any{"description": "x"}, "description": "k"},
+	}, "anyOf": []any{map[string]any{"description": "b", "type": "object"}}}
+	got, _ := json.Marshal(Undescribed(in))
+	want := `{"anyOf":[{"type":"object"}],"properties":{"description":{"type":"string"},"kind":{"const":{"description":"x"}}},"type":"object"}`
+	if string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}

@@ -88,24 +88,22 @@ func authoringTools() []Tool {
 			},
 		},
 		{
-			Name:    "validate_card",
-			Toolset: ToolsetAuthoring,
-			Title:   "Validate a card",
-			Description: "Check whether a card is ready to publish, without changing it: ready is true when no issue is an error. Fix the errors (and ideally the warnings) with the authoring tools, then validate again.\n\n" +
-				`Example: {"roleId":"r_8f2c1a"}`,
+			Name:        "validate_card",
+			Toolset:     ToolsetAuthoring,
+			Title:       "Validate a card",
+			Description: "Check whether a card is ready to publish, without changing it: ready is true when no issue is an error. Fix the errors (and ideally the warnings) with the authoring tools, then validate again.",
 			Operation:   "validateCard",
 			Cut:         "issues",
 			Annotations: readHints(),
 			Summary:     summarizeReport,
 		},
 		{
-			Name:    "publish_card",
-			Toolset: ToolsetAuthoring,
-			Title:   "Publish a card for review",
-			Description: "Submit a card for review; only when the user asks for it. With validate_card errors nothing is submitted (validation_failed lists them); a card already waiting for review is refused (conflict). A client with elicitation asks the user to confirm; declined submits nothing.\n\n" +
-				`Example: {"roleId":"r_8f2c1a"}`,
-			Operation: "publishCard",
-			Check:     "get_card",
+			Name:        "publish_card",
+			Toolset:     ToolsetAuthoring,
+			Title:       "Publish a card for review",
+			Description: "Submit a card for review; only when the user asks for it. With validate_card errors nothing is submitted (validation_failed lists them); a card already waiting for review is refused (conflict). A client with elicitation asks the user to confirm; declined submits nothing.",
+			Operation:   "publishCard",
+			Check:       "get_card",
 			// Not idempotent: a second submission is refused with conflict.
 			Annotations: hints(false, false, false, true),
 			Handler:     publishCard,
@@ -120,7 +118,7 @@ func authoringTools() []Tool {
 			Name:    "upload_image",
 			Toolset: ToolsetAuthoring,
 			Title:   "Upload an image",
-			Description: "Upload an avatar or background image (standard base64, at most 8 MiB decoded; the service may refuse smaller files and says why) and return its imageId. roleId lists it on that card's author page; put it on the card with update_card_profile. Each call stores a new image.\n\n" +
+			Description: "Upload an avatar or background image and return its imageId (the service may refuse a file under the 8 MiB limit, and says why). roleId lists it on that card's author page; put it on the card with update_card_profile. Each call stores a new image.\n\n" +
 				`Example: {"purpose":"avatar","roleId":"r_8f2c1a","contentType":"image/png","dataBase64":"iVBORw0KGgo..."}`,
 			Operation:   "uploadImage",
 			Check:       "list_card_assets",
@@ -135,8 +133,7 @@ func authoringTools() []Tool {
 			Title:   "List a card's images",
 			Description: "List the images on a card's author page. " +
 				"Each has imageId, purpose (avatar or background) and URL. " +
-				"Use it to find an uploaded image's id again.\n\n" +
-				`Example: {"roleId":"r_8f2c1a"}`,
+				"Use it to find an uploaded image's id again.",
 			Operation:   "listCardAssets",
 			Handler:     paged(listing{key: "images", id: "imageId"}),
 			Annotations: readHints(),

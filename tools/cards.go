@@ -10,11 +10,10 @@ import (
 func cardTools() []Tool {
 	return []Tool{
 		{
-			Name:    "get_card",
-			Toolset: ToolsetCards,
-			Title:   "Get a card",
-			Description: "Get one card's full detail by roleId. prologue lines are for the PLAYER to say, never sent as the character. Use it before changing a card, or to check a write.\n\n" +
-				`Example: {"roleId":"r_8f2c1a"}`,
+			Name:        "get_card",
+			Toolset:     ToolsetCards,
+			Title:       "Get a card",
+			Description: "Get one card's full detail by roleId. prologue lines are for the PLAYER to say, never sent as the character. Use it before changing a card, or to check a write.",
 			Operation:   "getCard",
 			Preview:     previewOfCard,
 			Annotations: readHints(),
@@ -30,11 +29,10 @@ func cardTools() []Tool {
 			},
 		},
 		{
-			Name:    "whoami",
-			Toolset: ToolsetCards,
-			Title:   "Who is signed in",
-			Description: "Show who is signed in to the card service and the scopes the token grants (authoring needs mcp:card-writer). Use it to check the sign-in before authoring.\n\n" +
-				`Example: {}`,
+			Name:        "whoami",
+			Toolset:     ToolsetCards,
+			Title:       "Who is signed in",
+			Description: "Show who is signed in to the card service and the scopes the token grants (authoring needs mcp:card-writer). Use it to check the sign-in before authoring.",
 			Operation:   "getMe",
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {

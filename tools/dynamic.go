@@ -44,8 +44,7 @@ func (dt *dynamicToolsets) metaTools() ([]Tool, error) {
 			Toolset: dynamicStart,
 			Title:   "List toolsets",
 			Description: "List the toolsets of this server: what each is for, its tools, and whether it is enabled. " +
-				"Only some tools are loaded at first; call enable_toolset to load a toolset's tools when the user's task needs them. " +
-				`Example: {}`,
+				"Only some tools are loaded at first; call enable_toolset to load a toolset's tools when the user's task needs them.",
 			Annotations: hints(true, false, true, false),
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("%d toolsets.", len(asSlice(out["toolsets"])))
@@ -57,8 +56,7 @@ func (dt *dynamicToolsets) metaTools() ([]Tool, error) {
 			Toolset: dynamicStart,
 			Title:   "Enable a toolset",
 			Description: "Load the tools of a toolset (one name of list_toolsets), so that they can be called next. " +
-				"The host is told that the tool list changed. Enabling an enabled toolset changes nothing. " +
-				`Example: {"toolset":"authoring"}`,
+				"The host is told that the tool list changed. Enabling an enabled toolset changes nothing.",
 			Annotations: hints(false, false, true, false),
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Toolset %v: %d tools enabled.", out["toolset"], len(asSlice(out["tools"])))

@@ -17,11 +17,10 @@ import (
 // reviewTool is review_card: the card author's review of a card and its bound worldbooks.
 func reviewTool() Tool {
 	return Tool{
-		Name:    "review_card",
-		Toolset: ToolsetAuthoring,
-		Title:   "Review a card",
-		Description: "Review a card and its bound worldbooks as an editor would, without changing anything. It gives token counts (cl100k_base), including what goes with every message, and findings with a fix each: missing parts, weak first messages, macro mistakes, prologue lines written as the character, worldbook entries that never or always fire or share keywords. validate_card says what the service requires; review_card what makes the card read well.\n\n" +
-			`Example: {"roleId":"r_8f2c1a"}`,
+		Name:        "review_card",
+		Toolset:     ToolsetAuthoring,
+		Title:       "Review a card",
+		Description: "Review a card and its bound worldbooks as an editor would, without changing anything: token counts (cl100k_base, with what goes with every message) and findings with a fix each (missing parts, weak first messages, macro mistakes, prologue lines written as the character, entries that never or always fire). validate_card says what the service requires; this, what makes the card read well.",
 		Annotations: readHints(),
 		Handler:     reviewCard,
 		Cut:         "findings",

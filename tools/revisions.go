@@ -59,8 +59,7 @@ func revisionTools() []Tool {
 			Toolset: ToolsetRevisions,
 			Title:   "Compare a revision with now",
 			Description: "Show what differs between a revision and now: fields (long text as a line diff, - kept, + now) and " +
-				"entries added, changed or deleted since: what restore_revision would undo.\n\n" +
-				`Example: {"revisionId":"rv_0cj4r7mq2a5dkhv1tq8n3e6g0s"}`,
+				"entries added, changed or deleted since: what restore_revision would undo.",
 			Annotations: readHints(),
 			Handler:     diffRevision,
 			Summary: func(out map[string]any) string {
@@ -79,8 +78,7 @@ func revisionTools() []Tool {
 			Toolset: ToolsetRevisions,
 			Title:   "Restore a revision",
 			Description: "Put a card, worldbook or trial card back as a revision kept it. What it replaces is kept as a new " +
-				"revision. Asks the user first when the client can; notRestored says what it could not put back.\n\n" +
-				`Example: {"revisionId":"rv_0cj4r7mq2a5dkhv1tq8n3e6g0s"}`,
+				"revision. Asks the user first when the client can; notRestored says what it could not put back.",
 			// Destructive (it overwrites the current state); not idempotent (each call keeps a revision).
 			Annotations: hints(false, true, false, true),
 			Check:       "diff_revision",

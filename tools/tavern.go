@@ -24,7 +24,7 @@ func tavernTools() []Tool {
 			Name:    "import_tavern_card",
 			Toolset: ToolsetTavern,
 			Title:   "Import a character card file",
-			Description: "Import a character card file (Character Card V1/V2/V3 JSON, PNG or CHARX) as a new card with its opening lines, sections, tags, avatar and lorebook (a tavern worldbook bound to the card). What the service cannot hold is kept aside (keptAside) for export_tavern_card. The same file again returns the same card (another clientKey makes a copy); after a failed step, the error names what was created: run the same import again to finish it. mode trial makes the trial card clientKey instead; a live trial of that key from another file is refused (conflict).\n\n" +
+			Description: "Import a character card file (V1/V2/V3 JSON, PNG or CHARX) as a new card with its opening lines, sections, tags, avatar and lorebook (a tavern worldbook bound to it). What the service cannot hold is kept aside for export_tavern_card. The same file again returns the same card (another clientKey makes a copy); after a failed step, run the same import again to finish it. mode trial makes the trial card clientKey instead (a live trial of that key from another file: conflict).\n\n" +
 				`Example: {"source":{"path":"/home/me/cards/Vey.png"}}`,
 			// Not destructive: it only adds a card, or a trial under a clientKey no other trial holds
 			// (refuseOtherTrial). Idempotent: the same file gives the same card, and a repeated
@@ -38,7 +38,7 @@ func tavernTools() []Tool {
 			Name:    "export_tavern_card",
 			Toolset: ToolsetTavern,
 			Title:   "Export a card as a character card file",
-			Description: "Export a card and its bound worldbooks as a Character Card V3 file, changing nothing: json, png (the avatar or a placeholder, with the card in its chunks) or charx (a zip with the card's assets). What import_tavern_card kept aside is restored; notRestored names what could not be. A file too large for the result comes as a resource_link (structuredContent.link) to read with resources/read; over stdio, path writes it instead.\n\n" +
+			Description: "Export a card and its bound worldbooks as a Character Card V3 file (json, png or charx), changing nothing. What import_tavern_card kept aside is restored; notRestored names what could not be. A file too large for the result comes as a resource_link (structuredContent.link) to read with resources/read; over stdio, path writes it instead.\n\n" +
 				`Example: {"roleId":"r_8f2c1a","format":"png"}`,
 			Annotations: readHints(),
 			Handler:     exportTavernCard,

@@ -202,7 +202,7 @@ func build(defs []Tool) ([]Tool, error) {
 			}
 		}
 		// What is advertised is also what validates: one schema, in its portable form.
-		in, outSchema = schema.Portable(in), schema.Portable(outSchema)
+		in, outSchema = schema.Portable(in), schema.Undescribed(schema.Portable(outSchema))
 		if t.inputSchema, err = json.Marshal(in); err != nil {
 			return nil, fmt.Errorf("tools: %s: input schema: %w", t.Name, err)
 		}

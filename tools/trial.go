@@ -12,11 +12,10 @@ import (
 func trialTools() []Tool {
 	return []Tool{
 		{
-			Name:    "list_trial_cards",
-			Toolset: ToolsetTrial,
-			Title:   "List trial cards",
-			Description: "List your live trial cards: temporary cards under keys you choose, for trying an idea before authoring it for real. The service limits how many live at once (slots.used of slots.max) and for how long (ttlHours): read them here rather than assuming numbers.\n\n" +
-				`Example: {}`,
+			Name:        "list_trial_cards",
+			Toolset:     ToolsetTrial,
+			Title:       "List trial cards",
+			Description: "List your live trial cards: temporary cards under keys you choose, for trying an idea before authoring it for real. The service limits how many live at once (slots.used of slots.max) and for how long (ttlHours): read them here rather than assuming numbers.",
 			Operation:   "listTrialCards",
 			Handler:     paged(listing{key: "list", id: "clientKey"}),
 			Annotations: readHints(),
@@ -28,11 +27,10 @@ func trialTools() []Tool {
 			},
 		},
 		{
-			Name:    "get_trial_card",
-			Toolset: ToolsetTrial,
-			Title:   "Get a trial card",
-			Description: "Get one trial card's summary. An expired or unknown key gives trial_not_found; upsert it again to bring it back.\n\n" +
-				`Example: {"clientKey":"mira-draft"}`,
+			Name:        "get_trial_card",
+			Toolset:     ToolsetTrial,
+			Title:       "Get a trial card",
+			Description: "Get one trial card's summary. An expired or unknown key gives trial_not_found; upsert it again to bring it back.",
 			Operation:   "getTrialCard",
 			Annotations: readHints(),
 			Summary:     summarizeTrial,
@@ -50,11 +48,10 @@ func trialTools() []Tool {
 			Summary:     summarizeTrial,
 		},
 		{
-			Name:    "delete_trial_card",
-			Toolset: ToolsetTrial,
-			Title:   "Delete a trial card",
-			Description: "Remove a trial card now and free its slot; its card and worldbook are gone for good. A client with elicitation asks the user to confirm; declined deletes nothing.\n\n" +
-				`Example: {"clientKey":"mira-draft"}`,
+			Name:        "delete_trial_card",
+			Toolset:     ToolsetTrial,
+			Title:       "Delete a trial card",
+			Description: "Remove a trial card now and free its slot; its card and worldbook are gone for good. A client with elicitation asks the user to confirm; declined deletes nothing.",
 			Operation:   "deleteTrialCard",
 			Annotations: hints(false, true, true, true),
 			Handler: func(ctx context.Context, c *Call) (json.RawMessage, error) {

@@ -21,7 +21,7 @@ func triggerTools() []Tool {
 			Name:    "test_worldbook_triggers",
 			Toolset: ToolsetWorldbook,
 			Title:   "Test which worldbook entries a passage or chat triggers",
-			Description: "Simulate which worldbook entries a passage (text) or chat activates, and why; changes nothing. Give worldbookId or entries (drafts, or list_worldbook_entries output). matchOptions null: the service's rules (case-insensitive substrings, secondaryKeywords an AND gate). matchOptions set: SillyTavern's, exactly (/regex/ keys, whole words, scanDepth, {{char}}, selectiveLogic, probability: seed rolls it, inclusion groups, recursion, sticky/cooldown/delay: pass timedEffects back next turn). Of a large worldbook, notFired lists only the entries a keyword matched.\n\n" +
+			Description: "Simulate which worldbook entries a passage (text) or chat activates, and why; changes nothing. matchOptions null: the service's rules (case-insensitive substrings, secondaryKeywords an AND gate); set: SillyTavern's exactly (/regex/ keys, whole words, scanDepth, {{char}}, selectiveLogic, probability: seed rolls it, groups, recursion, sticky/cooldown/delay: pass timedEffects back next turn). Of a large worldbook, notFired lists only entries a keyword matched.\n\n" +
 				`Example: {"worldbookId":"wb_41d0e7","text":"We drop out of the jump gate."}`,
 			Annotations: readHints(),
 			Handler:     testWorldbookTriggers,

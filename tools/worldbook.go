@@ -13,11 +13,10 @@ import (
 func worldbookTools() []Tool {
 	return []Tool{
 		{
-			Name:    "list_worldbooks",
-			Toolset: ToolsetWorldbook,
-			Title:   "List your worldbooks",
-			Description: "List your worldbooks. Use it to find a worldbook to reuse before creating one.\n\n" +
-				`Example: {}`,
+			Name:        "list_worldbooks",
+			Toolset:     ToolsetWorldbook,
+			Title:       "List your worldbooks",
+			Description: "List your worldbooks. Use it to find a worldbook to reuse before creating one.",
 			Operation:   "listWorldbooks",
 			Handler:     paged(listing{key: "list", id: "worldbookId"}),
 			Annotations: readHints(),
@@ -39,11 +38,10 @@ func worldbookTools() []Tool {
 			},
 		},
 		{
-			Name:    "get_worldbook",
-			Toolset: ToolsetWorldbook,
-			Title:   "Get a worldbook",
-			Description: "Get one worldbook's metadata; its entries are list_worldbook_entries'.\n\n" +
-				`Example: {"worldbookId":"wb_41d0e7"}`,
+			Name:        "get_worldbook",
+			Toolset:     ToolsetWorldbook,
+			Title:       "Get a worldbook",
+			Description: "Get one worldbook's metadata; its entries are list_worldbook_entries'.",
 			Operation:   "getWorldbook",
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
@@ -53,11 +51,10 @@ func worldbookTools() []Tool {
 			},
 		},
 		{
-			Name:    "list_card_worldbooks",
-			Toolset: ToolsetWorldbook,
-			Title:   "List a card's worldbooks",
-			Description: "List the worldbooks bound to a card. Bind one with write_worldbook_document (binding).\n\n" +
-				`Example: {"roleId":"r_8f2c1a"}`,
+			Name:        "list_card_worldbooks",
+			Toolset:     ToolsetWorldbook,
+			Title:       "List a card's worldbooks",
+			Description: "List the worldbooks bound to a card. Bind one with write_worldbook_document (binding).",
 			Operation:   "listCardWorldbooks",
 			Handler:     paged(listing{key: "list", id: "worldbookId"}),
 			Annotations: readHints(),
