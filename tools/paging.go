@@ -135,16 +135,23 @@ func pageResult(c *Call, data json.RawMessage, l listing, shape func(args pageAr
 		shown = append(shown, it.show)
 	}
 	out[l.key] = shown
+	addPageFields(out, p, c.Tool.Name)
+	return json.Marshal(out)
+}
+
+// addPageFields sets in out what every page says of itself, in MCP's words: total, count, and
+// when there is more, nextCursor and how to ask for it; whether the list changed under the
+// cursor.
+func addPageFields(out map[string]any, p page.Page, tool string) {
 	out["total"] = p.Total
 	out["count"] = p.Count()
 	if p.Next != "" {
 		out["nextCursor"] = p.Next
-		out["next"] = fmt.Sprintf("%d more: call %s again with the same arguments and cursor set to nextCursor.", p.Total-p.End, c.Tool.Name)
+		out["next"] = fmt.Sprintf("%d more: call %s again with the same arguments and cursor set to nextCursor.", p.Total-p.End, tool)
 	}
 	if p.Changed {
 		out["changed"] = fmt.Sprintf("The list changed since the previous page (%d items then, %d now). This page goes on after the last item you saw, so none is repeated; items added before that point are not on the next pages: leave cursor out to start again.", p.TotalBefore, p.Total)
 	}
-	return json.Marshal(out)
 }
 
 // withCounts returns a JSON object with total and count n added (as the first members).

@@ -16,6 +16,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/page"
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
+	"github.com/cardwriter/cardwriter-mcp/internal/tokens"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
@@ -47,11 +48,7 @@ func revisionTools() []Tool {
 			Annotations: readHints(),
 			Handler:     listRevisions,
 			Summary: func(out map[string]any) string {
-				s := fmt.Sprintf("%s of %d kept.", phrase.Count(int64(len(list(out, "revisions"))), "revision", "revisions"), num(out, "total"))
-				if next := str(out, "nextCursor"); next != "" {
-					s += " More: call again with cursor " + next + "."
-				}
-				return s
+				return fmt.Sprintf("%s kept.", phrase.Count(num(out, "total"), "revision", "revisions")) + pageSummary(out, "revision", "revisions")
 			},
 		},
 		{
@@ -169,25 +166,33 @@ func listRevisions(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if limit == 0 {
 		limit = defaultRevisionLimit
 	}
-	p, err := page.Make(items, page.Request{Scope: page.Scope("list_revisions", kind, id), Cursor: in.Cursor, Limit: limit}, nil)
-	if err != nil {
-		return nil, &Failure{Code: codeInvalidArguments, Detail: map[string]any{"argument": "cursor"},
-			Message: "The cursor is not one list_revisions gave for these arguments; leave it out to start again."}
-	}
-	out := map[string]any{"total": len(all)}
-	list := make([]map[string]any, 0, p.Count())
-	for _, e := range all[p.Start:p.End] {
-		item := map[string]any{"revisionId": e.ID, "kind": e.Kind, "objectId": e.ObjectID, "time": e.Time.Format(time.RFC3339),
+	shown := make([]map[string]any, len(all))
+	for i, e := range all {
+		shown[i] = map[string]any{"revisionId": e.ID, "kind": e.Kind, "objectId": e.ObjectID, "time": e.Time.Format(time.RFC3339),
 			"tool": e.Tool, "changes": e.Changes}
 		if e.RestoreOf != "" {
-			item["restoreOf"] = e.RestoreOf
+			shown[i]["restoreOf"] = e.RestoreOf
 		}
-		list = append(list, item)
 	}
-	out["revisions"] = list
-	if p.Next != "" {
-		out["nextCursor"] = p.Next
+	var sizeErr error
+	req := page.Request{Scope: page.Scope("list_revisions", kind, id), Cursor: in.Cursor, Limit: limit, Budget: max(c.Budget-pageOverhead, 1)}
+	p, err := page.Make(items, req, func(i int) int {
+		raw, _ := json.Marshal(shown[i])
+		n, err := tokens.Count(string(raw))
+		if err != nil {
+			sizeErr = err
+		}
+		return n + 1 // and its comma
+	})
+	switch {
+	case err != nil:
+		return nil, &Failure{Code: codeInvalidCursor, Detail: map[string]any{"argument": "cursor"},
+			Message: "The cursor is not one list_revisions gave for these arguments; leave it out to start again."}
+	case sizeErr != nil:
+		return nil, sizeErr
 	}
+	out := map[string]any{"revisions": shown[p.Start:p.End]}
+	addPageFields(out, p, "list_revisions")
 	return json.Marshal(out)
 }
 

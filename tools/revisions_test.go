@@ -255,11 +255,19 @@ func TestRevisionsPaging(t *testing.T) {
 		if cursor != "" {
 			args["cursor"] = cursor
 		}
-		out := e.ok("list_revisions", jsonArg(t, args))
+		res := e.call("list_revisions", jsonArg(t, args))
+		out := structured(t, res).(map[string]any)
 		for _, r := range out["revisions"].([]any) {
 			got = append(got, r.(map[string]any)["revisionId"].(string))
 		}
 		cursor, _ = out["nextCursor"].(string)
+		// Paged like the other lists: how many in all and here, and how to go on, in both.
+		if num(out, "total") != 5 || num(out, "count") != int64(len(out["revisions"].([]any))) {
+			t.Errorf("page counts: %v", out)
+		}
+		if cursor != "" && (!strings.Contains(str(out, "next"), "cursor set to nextCursor") || !strings.Contains(firstText(res), "This page shows 2 of 5 revisions")) {
+			t.Errorf("a page does not say how to go on: %v / %s", out, firstText(res))
+		}
 		if cursor == "" {
 			break
 		}
