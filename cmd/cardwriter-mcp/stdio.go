@@ -21,8 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
-	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/msglimit"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/unread"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 )
