@@ -1,0 +1,162 @@
+// A scripted stand-in for the model behind an agent host, on loopback: it speaks the Anthropic
+// Messages API (Claude Code) and the Gemini generateContent API (Gemini CLI), streamed or not,
+// and plays a script of tool calls. Each turn of the script reads the tool results the host sent
+// back in its request, so a run proves that the calls went through the host to the server.
+import http from 'node:http';
+
+/**
+ * One conversation as the stand-in sees it in a request: the tools the host offers (names as the
+ * host spells them) and the results of the calls made so far, oldest first, each with the tool's
+ * name and the result as the host passed it to the model, as JSON text.
+ */
+function anthropicConversation(body) {
+  const offered = (body.tools ?? []).map((t) => t.name);
+  const schemas = Object.fromEntries((body.tools ?? []).map((t) => [t.name, t.input_schema]));
+  const calls = new Map();
+  const results = [];
+  for (const m of body.messages ?? []) {
+    if (!Array.isArray(m.content)) continue;
+    for (const b of m.content) {
+      if (b.type === 'tool_use') calls.set(b.id, b.name);
+      if (b.type === 'tool_result') results.push({ name: calls.get(b.tool_use_id), isError: b.is_error === true, text: JSON.stringify(b.content) });
+    }
+  }
+  return { offered, schemas, results };
+}
+
+function geminiConversation(body) {
+  const declarations = (body.tools ?? []).flatMap((t) => t.functionDeclarations ?? []);
+  const offered = declarations.map((f) => f.name);
+  const schemas = Object.fromEntries(declarations.map((f) => [f.name, f.parametersJsonSchema ?? f.parameters]));
+  const results = [];
+  for (const c of body.contents ?? []) {
+    for (const p of c.parts ?? []) {
+      if (p.functionResponse) results.push({ name: p.functionResponse.name, isError: false, text: JSON.stringify(p.functionResponse.response) });
+    }
+  }
+  return { offered, schemas, results };
+}
+
+/** The Anthropic answer: text or tool_use blocks, as one message or as its SSE events. */
+function anthropicAnswer(res, body, turn, n) {
+  const content = turn.text !== undefined
+    ? [{ type: 'text', text: turn.text }]
+    : turn.calls.map((c, i) => ({ type: 'tool_use', id: `toolu_standin_${n}_${i}`, name: c.name, input: c.args }));
+  const stop = turn.text !== undefined ? 'end_turn' : 'tool_use';
+  const message = { id: `msg_standin_${n}`, type: 'message', role: 'assistant', model: body.model, content, stop_reason: stop, stop_sequence: null, usage: { input_tokens: 10, output_tokens: 10 } };
+  if (!body.stream) {
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(message));
+    return;
+  }
+  res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+  const event = (type, data) => res.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+  event('message_start', { message: { ...message, content: [], stop_reason: null, usage: { input_tokens: 10, output_tokens: 1 } } });
+  content.forEach((block, index) => {
+    if (block.type === 'text') {
+      event('content_block_start', { index, content_block: { type: 'text', text: '' } });
+      event('content_block_delta', { index, delta: { type: 'text_delta', text: block.text } });
+    } else {
+      event('content_block_start', { index, content_block: { ...block, input: {} } });
+      event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: JSON.stringify(block.input) } });
+    }
+    event('content_block_stop', { index });
+  });
+  event('message_delta', { delta: { stop_reason: stop, stop_sequence: null }, usage: { output_tokens: 10 } });
+  event('message_stop', {});
+  res.end();
+}
+
+/** The Gemini answer: text or functionCall parts, as one response or as one SSE event. */
+function geminiAnswer(res, stream, turn) {
+  const parts = turn.text !== undefined ? [{ text: turn.text }] : turn.calls.map((c) => ({ functionCall: { name: c.name, args: c.args } }));
+  const answer = {
+    candidates: [{ content: { role: 'model', parts }, finishReason: 'STOP', index: 0 }],
+    usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 10, totalTokenCount: 20 },
+  };
+  if (!stream) {
+    res.writeHead(200, { 'Content-Type': 'application/json' });
+    res.end(JSON.stringify(answer));
+    return;
+  }
+  res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+  res.end(`data: ${JSON.stringify(answer)}\r\n\r\n`);
+}
+
+/**
+ * Starts the stand-in. script(conversation) is called for every request that offers the tool
+ * named marker (the host's agent loop; other requests, a host's own side questions, get a short
+ * text) and returns the next turn: {calls: [{tool, args}]} with tool names as the server spells
+ * them, or {text}. In the conversation, offered and results name the server's tools without the
+ * host's prefix; schemas holds the input schema the host declared for each. Returns the URL, the conversations seen (one per agent-loop request), the other
+ * requests (method and path), and close.
+ */
+export function startModel({ marker, script }) {
+  const conversations = [];
+  const others = [];
+  const server = http.createServer((req, res) => {
+    const chunks = [];
+    req.on('data', (c) => chunks.push(c));
+    req.on('end', () => {
+      const path = req.url.split('?')[0];
+      let body = {};
+      try {
+        body = JSON.parse(Buffer.concat(chunks).toString() || '{}');
+      } catch {
+        // not JSON: answered below as an unknown request
+      }
+      const anthropic = req.method === 'POST' && path.endsWith('/v1/messages');
+      const gemini = req.method === 'POST' && /\/models\/[^/:]+:(generateContent|streamGenerateContent)$/.test(path);
+      if (req.method === 'POST' && path.endsWith('/v1/messages/count_tokens')) {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        res.end('{"input_tokens":10}');
+        return;
+      }
+      if (!anthropic && !gemini) {
+        others.push(`${req.method} ${path}`);
+        res.writeHead(404, { 'Content-Type': 'application/json' });
+        res.end('{"error":{"code":404,"message":"not served by the stand-in model"}}');
+        return;
+      }
+      const conv = anthropic ? anthropicConversation(body) : geminiConversation(body);
+      const mark = conv.offered.find((n) => n.endsWith(marker));
+      let turn;
+      if (!mark) {
+        others.push(`${req.method} ${path} (tools offered: ${conv.offered.join(' ') || 'none'})`);
+        turn = { text: 'ok' };
+      } else {
+        const prefix = mark.slice(0, -marker.length);
+        const strip = (n) => (n?.startsWith(prefix) ? n.slice(prefix.length) : n);
+        const seen = {
+          prefix,
+          offered: conv.offered.filter((n) => n.startsWith(prefix)).map(strip),
+          schemas: Object.fromEntries(Object.entries(conv.schemas).filter(([n]) => n.startsWith(prefix)).map(([n, v]) => [strip(n), v])),
+          results: conv.results.map((r) => ({ ...r, name: strip(r.name) })),
+        };
+        conversations.push(seen);
+        try {
+          turn = script(seen);
+        } catch (err) {
+          turn = { text: `The stand-in model stops: ${err.message}` };
+          seen.error = err.message;
+        }
+        if (turn.calls) turn = { calls: turn.calls.map((c) => ({ name: prefix + c.tool, args: c.args })) };
+      }
+      if (anthropic) anthropicAnswer(res, body, turn, conversations.length);
+      else geminiAnswer(res, path.endsWith(':streamGenerateContent'), turn);
+    });
+  });
+  return new Promise((resolve) => {
+    server.listen(0, '127.0.0.1', () => {
+      resolve({
+        url: `http://127.0.0.1:${server.address().port}`,
+        conversations,
+        others,
+        close: () => new Promise((r) => {
+          server.closeAllConnections();
+          server.close(r);
+        }),
+      });
+    });
+  });
+}
