@@ -38,9 +38,11 @@ function readmeBlock(name) {
 function hostEnv(home, extra) {
   const env = {};
   for (const [k, v] of Object.entries(cleanEnv())) {
-    if (!/^(ANTHROPIC_|CLAUDE_|GEMINI_|GOOGLE_|XDG_)/.test(k)) env[k] = v;
+    if (!/^(ANTHROPIC_|CLAUDE_|GEMINI_|GOOGLE_|XDG_)|_PROXY$/i.test(k)) env[k] = v;
   }
-  return { ...env, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), NO_COLOR: '1', ...extra };
+  // Anything a host sends beyond loopback goes to a proxy that is not there, and fails at once.
+  const offline = { HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9', NO_PROXY: '127.0.0.1,localhost' };
+  return { ...env, ...offline, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), NO_COLOR: '1', ...extra };
 }
 
 /**
