@@ -165,10 +165,13 @@ const HOSTS = [
       const row = out.split('\n').find((l) => l.includes(`${name}:`) || l.includes(`${name} `));
       assert.ok(row && /Connected/.test(row) && !/Disconnected/.test(row), `Gemini CLI: gemini mcp list does not show ${name} connected:\n${printed(r)}`);
     },
-    prompt(h) {
+    prompt(h, name) {
+      // The server's tools allowed without a confirmation, which a run without a terminal cannot
+      // ask for (a rule of Gemini's policy engine, as --allowedTools for Claude Code).
+      const policy = join(h.home, 'cardwriter.toml');
+      writeFileSync(policy, `[[rule]]\nmcpName = ${JSON.stringify(name)}\ntoolName = "*"\ndecision = "allow"\npriority = 100\n`);
       // A model named on the command line: Gemini CLI then asks no classifier which model to use.
-      // --approval-mode yolo: no confirmation for the tool calls in a run without a terminal.
-      return run(this.command, [this.script, '-p', 'Make me a card for Captain Mira Vale.', '-m', 'gemini-2.5-flash', '--approval-mode', 'yolo', '--output-format', 'text'], { env: h.env, cwd: h.home });
+      return run(this.command, [this.script, '-p', 'Make me a card for Captain Mira Vale.', '-m', 'gemini-2.5-flash', '--policy', policy, '--output-format', 'text'], { env: h.env, cwd: h.home });
     },
   },
 ];
