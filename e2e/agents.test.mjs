@@ -1,10 +1,11 @@
 // The hosts people run: Claude Code and Gemini CLI (from npm, pinned in package.json), each
 // configured with the README's own lines ("Connect a host"), over stdio and streamable HTTP, in
-// a home directory of their own. Each must connect and offer its model every tool; then, driven
-// by a scripted stand-in for the model on loopback (lib/standin-model.mjs), the host calls
-// whoami, create_card and set_opening_lines (a write, with the arguments the host adds on its
-// own: Gemini's wait_for_previous) and passes each result back, where the stand-in checks it
-// before the next call. Skipped when a host is not installed, failing under CI=true.
+// a home directory of their own. Each must connect and offer its model every tool (Claude Code
+// both with its tool search, its default, and without); then, driven by a scripted stand-in for
+// the model on loopback (lib/standin-model.mjs), the host calls whoami, create_card and
+// set_opening_lines (a write, with the arguments the host adds on its own: Gemini's
+// wait_for_previous) and passes each result back, where the stand-in checks it before the next
+// call. Skipped when a host is not installed, failing under CI=true.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
@@ -89,47 +90,52 @@ function printed(r) {
 }
 
 /**
- * The hosts: how to find one, configure it from the README for one server, check that it
- * connects, and run one prompt non-interactively against the stand-in model.
+ * A host: how to find it, configure it from the README for one server, check that it connects,
+ * and run one prompt non-interactively against the stand-in model.
  */
-const HOSTS = [
-  {
-    name: 'Claude Code',
-    package: '@anthropic-ai/claude-code',
-    command: join(modules, '.bin', 'claude'),
-    prefix: (server) => `mcp__${server}__`,
-    // The arguments the host declares on every tool and passes on, and the values the model
-    // sends: Claude Code adds none.
-    added: {},
-    env: (model) => ({
-      ANTHROPIC_BASE_URL: model.url,
-      ANTHROPIC_API_KEY: 'sk-ant-standin',
-      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-      DISABLE_AUTOUPDATER: '1',
-      // Every tool's schema in the model's request (no deferred tool search): the stand-in sees
-      // the whole list the host took from the server.
-      ENABLE_TOOL_SEARCH: 'false',
-    }),
-    /** The README's `claude mcp add` line for the transport, run as written. */
-    async configure(h, transport, url) {
-      const line = readmeBlock('claude-code').split('\n').map((l) => l.replace(/#.*/, '').trim())
-        .find((l) => (transport === 'http' ? l.includes('--transport http') : /\sstdio\b/.test(l) && !l.includes('--env')));
-      assert.ok(line, `README's Claude Code block has no ${transport} line`);
-      const args = line.split(/\s+/).slice(1).map((a) => (a === 'cardwriter-mcp' ? BIN : a === README_URL ? url : a));
-      const name = args[args.indexOf('add') + (transport === 'http' ? 3 : 1)];
-      const r = await run(this.command, args, { env: h.env, cwd: h.home });
-      assert.equal(r.code, 0, `Claude Code: ${line} failed:\n${printed(r)}`);
-      return name;
-    },
-    async connected(h, name) {
-      const r = await run(this.command, ['mcp', 'list'], { env: h.env, cwd: h.home });
-      const row = r.stdout.split('\n').find((l) => l.startsWith(`${name}:`));
-      assert.ok(row && /Connected/.test(row) && !/Failed|Needs/.test(row), `Claude Code: claude mcp list does not show ${name} connected:\n${printed(r)}`);
-    },
-    prompt(h, name) {
-      return run(this.command, ['-p', 'Make me a card for Captain Mira Vale.', '--allowedTools', `mcp__${name}`, '--output-format', 'json'], { env: h.env, cwd: h.home });
-    },
+const claudeCode = {
+  name: 'Claude Code',
+  package: '@anthropic-ai/claude-code',
+  command: join(modules, '.bin', 'claude'),
+  prefix: (server) => `mcp__${server}__`,
+  // The arguments the host declares on every tool and passes on, and the values the model
+  // sends: Claude Code adds none.
+  added: {},
+  env: (model) => ({
+    ANTHROPIC_BASE_URL: model.url,
+    ANTHROPIC_API_KEY: 'sk-ant-standin',
+    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    DISABLE_AUTOUPDATER: '1',
+  }),
+  // Its default: the tools listed to the model by name only, loaded with its ToolSearch tool.
+  toolSearch: true,
+  /** The README's `claude mcp add` line for the transport, run as written. */
+  async configure(h, transport, url) {
+    const line = readmeBlock('claude-code').split('\n').map((l) => l.replace(/#.*/, '').trim())
+      .find((l) => (transport === 'http' ? l.includes('--transport http') : /\sstdio\b/.test(l) && !l.includes('--env')));
+    assert.ok(line, `README's Claude Code block has no ${transport} line`);
+    const args = line.split(/\s+/).slice(1).map((a) => (a === 'cardwriter-mcp' ? BIN : a === README_URL ? url : a));
+    const name = args[args.indexOf('add') + (transport === 'http' ? 3 : 1)];
+    const r = await run(this.command, args, { env: h.env, cwd: h.home });
+    assert.equal(r.code, 0, `${this.name}: ${line} failed:\n${printed(r)}`);
+    return name;
   },
+  async connected(h, name) {
+    const r = await run(this.command, ['mcp', 'list'], { env: h.env, cwd: h.home });
+    const row = r.stdout.split('\n').find((l) => l.startsWith(`${name}:`));
+    assert.ok(row && /Connected/.test(row) && !/Failed|Needs/.test(row), `${this.name}: claude mcp list does not show ${name} connected:\n${printed(r)}`);
+  },
+  prompt(h, name) {
+    return run(this.command, ['-p', 'Make me a card for Captain Mira Vale.', '--allowedTools', `mcp__${name}`, '--output-format', 'json'], { env: h.env, cwd: h.home });
+  },
+};
+
+/** The hosts, Claude Code twice: with its tool search (its default) and without. */
+const HOSTS = [
+  claudeCode,
+  // Every tool's schema in the model's first request (tool search off, as with a model or a
+  // gateway without it).
+  { ...claudeCode, name: 'Claude Code without tool search', toolSearch: false, env: (model) => ({ ...claudeCode.env(model), ENABLE_TOOL_SEARCH: 'false' }) },
   {
     name: 'Gemini CLI',
     package: '@google/gemini-cli',
@@ -280,7 +286,14 @@ for (const host of HOSTS) {
           assert.ok(model.conversations.length > 0, fail('the host never asked the stand-in model with the server\'s tools'));
           const first = model.conversations[0];
           assert.equal(first.prefix, host.prefix(name), fail('tool names'));
-          assert.deepEqual([...first.offered].sort(), tools.map((x) => x.name).sort(), fail('the tools offered to the model are not the tools the server lists'));
+          const names = tools.map((x) => x.name).sort();
+          assert.deepEqual([...first.offered].sort(), names, fail('the tools offered to the model are not the tools the server lists'));
+          if (host.toolSearch) {
+            assert.equal(model.listed.length, 1, fail('the host did not list the tools by name for its ToolSearch'));
+            assert.deepEqual([...model.listed[0]].sort(), names, fail('the tools listed by name are not the tools the server lists'));
+          } else {
+            assert.equal(model.listed.length, 0, fail('the host listed the tools by name only'));
+          }
           for (const conv of model.conversations) assert.equal(conv.error, undefined, fail(`the stand-in model stopped: ${conv.error}`));
           // The arguments the host declares to its model beyond the server's are the ones the
           // write is sent with: when a host adds another, or stops adding one, this says so.

@@ -21,7 +21,31 @@ function anthropicConversation(body) {
       if (b.type === 'tool_result') results.push({ name: calls.get(b.tool_use_id), isError: b.is_error === true, text: JSON.stringify(b.content) });
     }
   }
-  return { offered, schemas, results };
+  return { offered, schemas, results, deferred: deferredTools(body), toolSearch: offered.includes('ToolSearch') };
+}
+
+/**
+ * The tools Claude Code lists by name only, for its ToolSearch tool to load (its default when
+ * the tools are many): the lines after its sentence "The following deferred tools are now
+ * available via ToolSearch".
+ */
+function deferredTools(body) {
+  const texts = [];
+  const walk = (v) => {
+    if (typeof v === 'string') texts.push(v);
+    else if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === 'object') walk(v.text ?? v.content);
+  };
+  walk([body.system, body.messages]);
+  const sentence = 'deferred tools are now available via ToolSearch';
+  const text = texts.find((t) => t.includes(sentence));
+  if (!text) return [];
+  const names = [];
+  for (const line of text.slice(text.indexOf(sentence)).split('\n').slice(1)) {
+    if (!/^[A-Za-z0-9_-]+$/.test(line)) break;
+    names.push(line);
+  }
+  return names;
 }
 
 function geminiConversation(body) {
@@ -34,7 +58,7 @@ function geminiConversation(body) {
       if (p.functionResponse) results.push({ name: p.functionResponse.name, isError: false, text: JSON.stringify(p.functionResponse.response) });
     }
   }
-  return { offered, schemas, results };
+  return { offered, schemas, results, deferred: [], toolSearch: false };
 }
 
 /** The Anthropic answer: text or tool_use blocks, as one message or as its SSE events. */
@@ -88,12 +112,16 @@ function geminiAnswer(res, stream, turn) {
  * named marker (the host's agent loop; other requests, a host's own side questions, get a short
  * text) and returns the next turn: {calls: [{tool, args}]} with tool names as the server spells
  * them, or {text}. In the conversation, offered and results name the server's tools without the
- * host's prefix; schemas holds the input schema the host declared for each. Returns the URL, the conversations seen (one per agent-loop request), the other
- * requests (method and path), and close.
+ * host's prefix (results only of those tools); schemas holds the input schema the host declared
+ * for each. A request that lists marker by name only, for Claude Code's ToolSearch to load, is
+ * answered by loading every tool of the server. Returns the URL, the conversations seen (one per
+ * agent-loop request), the lists of tools loaded that way (listed), the other requests (method
+ * and path), and close.
  */
 export function startModel({ marker, script }) {
   const conversations = [];
   const others = [];
+  const listed = [];
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
@@ -120,8 +148,16 @@ export function startModel({ marker, script }) {
       }
       const conv = anthropic ? anthropicConversation(body) : geminiConversation(body);
       const mark = conv.offered.find((n) => n.endsWith(marker));
+      const deferredMark = !mark && conv.toolSearch ? conv.deferred.find((n) => n.endsWith(marker)) : undefined;
       let turn;
-      if (!mark) {
+      if (deferredMark) {
+        // Claude Code lists the tools by name only: the stand-in loads every tool of the server
+        // with its ToolSearch, as a model does, and the next request offers them.
+        const prefix = deferredMark.slice(0, -marker.length);
+        const names = conv.deferred.filter((n) => n.startsWith(prefix));
+        listed.push(names.map((n) => n.slice(prefix.length)));
+        turn = { calls: [{ name: 'ToolSearch', args: { query: `select:${names.join(',')}`, max_results: names.length } }] };
+      } else if (!mark) {
         others.push(`${req.method} ${path} (tools offered: ${conv.offered.join(' ') || 'none'})`);
         turn = { text: 'ok' };
       } else {
@@ -131,7 +167,7 @@ export function startModel({ marker, script }) {
           prefix,
           offered: conv.offered.filter((n) => n.startsWith(prefix)).map(strip),
           schemas: Object.fromEntries(Object.entries(conv.schemas).filter(([n]) => n.startsWith(prefix)).map(([n, v]) => [strip(n), v])),
-          results: conv.results.map((r) => ({ ...r, name: strip(r.name) })),
+          results: conv.results.filter((r) => r.name?.startsWith(prefix)).map((r) => ({ ...r, name: strip(r.name) })),
         };
         conversations.push(seen);
         try {
@@ -152,6 +188,7 @@ export function startModel({ marker, script }) {
         url: `http://127.0.0.1:${server.address().port}`,
         conversations,
         others,
+        listed,
         close: () => new Promise((r) => {
           server.closeAllConnections();
           server.close(r);
