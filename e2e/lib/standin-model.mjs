@@ -5,9 +5,10 @@
 import http from 'node:http';
 
 /**
- * One conversation as the stand-in sees it in a request: the tools the host offers (names as the
- * host spells them) and the results of the calls made so far, oldest first, each with the tool's
- * name and the result as the host passed it to the model, as JSON text.
+ * One conversation as the stand-in sees it in a Messages API request: the tools the host offers
+ * (names as the host spells them) with their input schemas, the results of the calls made so far,
+ * oldest first, each with the tool's name and the result as the host passed it to the model (as
+ * JSON text), and the tools listed by name only for the host's ToolSearch.
  */
 function anthropicConversation(body) {
   const offered = (body.tools ?? []).map((t) => t.name);
@@ -48,6 +49,7 @@ function deferredTools(body) {
   return names;
 }
 
+/** The same from a Gemini generateContent request (a failed call's response holds an error). */
 function geminiConversation(body) {
   const declarations = (body.tools ?? []).flatMap((t) => t.functionDeclarations ?? []);
   const offered = declarations.map((f) => f.name);
@@ -63,6 +65,7 @@ function geminiConversation(body) {
 
 /** The Anthropic answer: text or tool_use blocks, as one message or as its SSE events. */
 function anthropicAnswer(res, body, turn, n) {
+  // n numbers the answers, so that every tool_use id is new.
   const content = turn.text !== undefined
     ? [{ type: 'text', text: turn.text }]
     : turn.calls.map((c, i) => ({ type: 'tool_use', id: `toolu_standin_${n}_${i}`, name: c.name, input: c.args }));
@@ -122,6 +125,7 @@ export function startModel({ marker, script }) {
   const conversations = [];
   const others = [];
   const listed = [];
+  let answered = 0;
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
@@ -178,7 +182,8 @@ export function startModel({ marker, script }) {
         }
         if (turn.calls) turn = { calls: turn.calls.map((c) => ({ name: prefix + c.tool, args: c.args })) };
       }
-      if (anthropic) anthropicAnswer(res, body, turn, conversations.length);
+      answered++;
+      if (anthropic) anthropicAnswer(res, body, turn, answered);
       else geminiAnswer(res, path.endsWith(':streamGenerateContent'), turn);
     });
   });
