@@ -13,7 +13,8 @@ import (
 )
 
 func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("sandbox", "sandbox [--addr 127.0.0.1:8090] [--data FILE] [--demo-token TOKEN] [--access-token-ttl 1h] [--refresh-token-ttl 720h]", stdout, stderr)
+	fs := newFlagSet("sandbox", "sandbox [--addr 127.0.0.1:8090] [--data FILE] [--demo-token TOKEN] [--access-token-ttl 1h] [--refresh-token-ttl 720h]", stdout, stderr,
+		"CARDWRITER_SANDBOX_TOKEN     the same as --demo-token (read when CARDWRITER_DEMO_TOKEN is not set)")
 	addr := fs.String("addr", "127.0.0.1:8090", "address to listen on")
 	data := fs.String("data", "", "file that keeps the sandbox's state across restarts (default: memory only)")
 	demoToken := fs.String("demo-token", "", "bearer token of the signed-in demo user (default: a random one, printed at start)")

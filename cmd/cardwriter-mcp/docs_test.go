@@ -1,0 +1,162 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var updateDocs = flag.Bool("update", false, "rewrite the generated tables of docs/configuration.md from the commands' help")
+
+// The generated part of docs/configuration.md.
+const (
+	configurationDoc = "../../docs/configuration.md"
+	flagsBegin       = "<!-- flags:begin -->"
+	flagsEnd         = "<!-- flags:end -->"
+)
+
+// helpEntry is one flag as a command's --help lists it.
+type helpEntry struct {
+	name, usage, def, env string
+}
+
+// helpOf is what one command's --help says: its flags and the environment variables it reads
+// besides its flags'.
+type helpOf struct {
+	flags []helpEntry
+	env   []string // "NAME  what it does"
+}
+
+var (
+	helpFlagLine  = regexp.MustCompile(`^  (--?[a-z0-9-]+)$`)
+	helpUsageLine = regexp.MustCompile(`^      (.*?)(?: \(default "(.*)"\))?(?: \[env ([A-Z0-9_]+)\])?$`)
+)
+
+// readHelp runs `cardwriter-mcp command --help` and reads it.
+func readHelp(t *testing.T, command string) helpOf {
+	t.Helper()
+	out, err := exec.Command(binPath, command, "--help").Output()
+	if err != nil {
+		t.Fatalf("%s --help: %v", command, err)
+	}
+	var h helpOf
+	lines := strings.Split(string(out), "\n")
+	inEnv := false
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if line == "Environment:" {
+			inEnv = true
+			continue
+		}
+		if inEnv {
+			if s := strings.TrimSpace(line); s != "" {
+				h.env = append(h.env, s)
+			}
+			continue
+		}
+		m := helpFlagLine.FindStringSubmatch(line)
+		if m == nil || i+1 >= len(lines) {
+			continue
+		}
+		u := helpUsageLine.FindStringSubmatch(lines[i+1])
+		if u == nil {
+			t.Fatalf("%s --help: no usage line after %s: %q", command, m[1], lines[i+1])
+		}
+		h.flags = append(h.flags, helpEntry{name: m[1], usage: u[1], def: u[2], env: u[3]})
+		i++
+	}
+	return h
+}
+
+// configurationTables renders the commands, their flags and the environment variables, from
+// each command's --help: what the program reads, said once.
+func configurationTables(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("\n| Command | What it does |\n|---|---|\n")
+	type row struct {
+		flag     helpEntry
+		commands []string
+	}
+	var rows []*row
+	envUse := map[string][]string{}
+	var envOrder []string
+	for _, c := range commands() {
+		fmt.Fprintf(&b, "| `cardwriter-mcp %s` | %s |\n", c.name, c.summary)
+		h := readHelp(t, c.name)
+		for _, f := range h.flags {
+			i := slices.IndexFunc(rows, func(r *row) bool { return r.flag == f })
+			if i < 0 {
+				rows = append(rows, &row{flag: f})
+				i = len(rows) - 1
+			}
+			rows[i].commands = append(rows[i].commands, c.name)
+		}
+		for _, e := range h.env {
+			if _, seen := envUse[e]; !seen {
+				envOrder = append(envOrder, e)
+			}
+			envUse[e] = append(envUse[e], c.name)
+		}
+	}
+	slices.SortStableFunc(rows, func(a, b *row) int {
+		return strings.Compare(strings.TrimLeft(a.flag.name, "-"), strings.TrimLeft(b.flag.name, "-"))
+	})
+	b.WriteString("\n| Flag | Commands | Default | Environment variable | Meaning |\n|---|---|---|---|---|\n")
+	for _, r := range rows {
+		def, env := "", ""
+		if r.flag.def != "" {
+			def = "`" + r.flag.def + "`"
+		}
+		if r.flag.env != "" {
+			env = "`" + r.flag.env + "`"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.flag.name, strings.Join(r.commands, ", "), def, env, cell(r.flag.usage))
+	}
+	b.WriteString("\n| Environment variable (besides the flags') | Commands | Meaning |\n|---|---|---|\n")
+	for _, e := range envOrder {
+		name, meaning, _ := strings.Cut(e, " ")
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", name, strings.Join(envUse[e], ", "), cell(strings.TrimSpace(meaning)))
+	}
+	return b.String()
+}
+
+// cell escapes text for a Markdown table cell.
+func cell(s string) string {
+	return strings.NewReplacer("|", `\|`, "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// TestConfigurationDocs fails when docs/configuration.md's tables differ from what the
+// commands' --help says (every flag with its default and environment variable, every other
+// variable a command reads); `go test ./cmd/cardwriter-mcp -run TestConfigurationDocs -update`
+// rewrites them.
+func TestConfigurationDocs(t *testing.T) {
+	t.Parallel()
+	const regenerate = "regenerate them with: go test ./cmd/cardwriter-mcp -run TestConfigurationDocs -update"
+	data, err := os.ReadFile(configurationDoc)
+	if err != nil {
+		t.Fatalf("%v (%s)", err, regenerate)
+	}
+	doc := string(data)
+	begin, end := strings.Index(doc, flagsBegin), strings.Index(doc, flagsEnd)
+	if begin < 0 || end < begin {
+		t.Fatalf("%s has no %s ... %s block", configurationDoc, flagsBegin, flagsEnd)
+	}
+	want := configurationTables(t)
+	if got := doc[begin+len(flagsBegin) : end]; got == want {
+		return
+	}
+	if *updateDocs {
+		doc = doc[:begin+len(flagsBegin)] + want + doc[end:]
+		if err := os.WriteFile(configurationDoc, []byte(doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	t.Errorf("the tables of %s are out of date; %s", configurationDoc, regenerate)
+}
