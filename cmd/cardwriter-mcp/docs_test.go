@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 var updateDocs = flag.Bool("update", false, "rewrite the generated tables of docs/configuration.md from the commands' help")
@@ -159,4 +161,71 @@ func TestConfigurationDocs(t *testing.T) {
 		return
 	}
 	t.Errorf("the tables of %s are out of date; %s", configurationDoc, regenerate)
+}
+
+// TestDocsLinks: every link of the README and docs/ to a file of the repository names one that
+// exists, and every #anchor one of its headings (docs moved between pages keep their links).
+func TestDocsLinks(t *testing.T) {
+	t.Parallel()
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pages = append(pages, "../../README.md", "../../BENCH.md")
+	heading := regexp.MustCompile(`(?m)^#{1,6} (.+)$`)
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	anchors := map[string]map[string]bool{}
+	anchorsOf := func(path string) map[string]bool {
+		if a, ok := anchors[path]; ok {
+			return a
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil
+		}
+		a := map[string]bool{}
+		for _, m := range heading.FindAllStringSubmatch(string(data), -1) {
+			a[slug(m[1])] = true
+		}
+		anchors[path] = a
+		return a
+	}
+	for _, page := range pages {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			file, anchor, _ := strings.Cut(target, "#")
+			path := page
+			if file != "" {
+				path = filepath.Join(filepath.Dir(page), file)
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("%s: the link %s names no file of the repository", page, target)
+					continue
+				}
+			}
+			if anchor != "" && strings.HasSuffix(path, ".md") && !anchorsOf(path)[anchor] {
+				t.Errorf("%s: the link %s names no heading of %s", page, target, path)
+			}
+		}
+	}
+}
+
+// slug is the anchor GitHub gives a heading.
+func slug(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
