@@ -103,7 +103,7 @@ func (a *httpAuthFlags) keyCheck() (doctorCheck, bool) {
 		return c, true
 	}
 	if _, _, err := a.stateKeys(pub, dir, slog.New(slog.DiscardHandler)); err != nil {
-		c.result, c.fix = err.Error(), "README, \"The state key\""
+		c.result, c.fix = err.Error(), "docs/sign-in.md, \"The state key\""
 		return c, true
 	}
 	from := "CARDWRITER_STATE_KEY (--state-key)"

@@ -21,7 +21,7 @@ func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	accessTTL := fs.Duration("access-token-ttl", sandbox.DefaultAccessTokenTTL, "lifetime of the access tokens the sandbox's OAuth server issues (a short one lets you test refresh)")
 	refreshTTL := fs.Duration("refresh-token-ttl", sandbox.DefaultRefreshTokenTTL, "lifetime of a refresh token (each refresh rotates it and starts a new one)")
 	codeTTL := fs.Duration("auth-code-ttl", sandbox.DefaultAuthCodeTTL, "lifetime of an authorization code")
-	faultSpec := fs.String("faults", "", "make the API slow and unreliable on purpose, e.g. seed=7,latency=5ms-40ms,429=0.1,reset-after=0.05 (see the README)")
+	faultSpec := fs.String("faults", "", "make the API slow and unreliable on purpose, e.g. seed=7,latency=5ms-40ms,429=0.1,reset-after=0.05 (see docs/sandbox.md)")
 	var lf logFlags
 	lf.register(fs)
 	if err := parseFlags(fs, args, map[string][]string{"demo-token": {"CARDWRITER_SANDBOX_TOKEN"}}); err != nil {
