@@ -578,5 +578,5 @@ test('the README states the failover figures (UPDATE_README=1 rewrites them; fig
     END,
   ].join('\n');
   // The figures differ from run to run; the rest (the setup, the columns) must match.
-  readmeSection(BEGIN, END, text, { normalize: (s) => s.replace(/\d+(\.\d+)?/g, 'N'), rerun: 'UPDATE_README=1 bash e2e/run replicas.test.mjs' });
+  readmeSection(BEGIN, END, text, { normalize: (s) => s.replace(/\d+(\.\d+)?/g, 'N'), rerun: 'UPDATE_README=1 bash e2e/run replicas.test.mjs', file: 'docs/replicas.md' });
 });

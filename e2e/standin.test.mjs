@@ -14,7 +14,7 @@ import { LINES, assertSuccess, assertToolError, callTool, connect, serverFor, st
 
 /** The README's example override (the trial upsert as POST), so that the documented file is the tested one. */
 function readmeOverride() {
-  const readme = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'README.md'), 'utf8');
+  const readme = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'contract.md'), 'utf8');
   const block = readme.slice(readme.indexOf('<!-- contract-example:begin -->'), readme.indexOf('<!-- contract-example:end -->'));
   return block.slice(block.indexOf('```json\n') + 8, block.lastIndexOf('```'));
 }

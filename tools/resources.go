@@ -85,8 +85,13 @@ func (e *ResourceNotFoundError) Error() string { return "resource not found: " +
 // Unwrap makes errors.Is(err, server.ErrResourceNotFound) true.
 func (e *ResourceNotFoundError) Unwrap() error { return server.ErrResourceNotFound }
 
-// addResources registers the resource templates.
-func addResources(srv *server.MCPServer, client *upstream.Client, log *slog.Logger) {
+// addResources registers the resource templates, and a hook that answers a read of a card,
+// worldbook or trial that does not exist with the protocol's "resource not found" (-32002, or
+// -32602 under 2026-07-28): mcp-go v1.2.1 answers every error of a template handler with
+// -32603, but a URI no template matches with that code, so the hook asks the card service
+// first and, when it says there is no such object, rewrites the URI into one no template
+// matches and that says why. Reads are rare; the object is read twice for them.
+func addResources(srv *server.MCPServer, hooks *server.Hooks, client *upstream.Client, log *slog.Logger) {
 	for _, rt := range resourceTemplates {
 		tmpl := mcp.NewResourceTemplate(rt.scheme+"://{"+rt.param+"}", rt.name,
 			mcp.WithTemplateTitle(rt.title),
@@ -94,6 +99,21 @@ func addResources(srv *server.MCPServer, client *upstream.Client, log *slog.Logg
 			mcp.WithTemplateMIMEType(jsonMIME))
 		srv.AddResourceTemplate(tmpl, rt.handler(client, log))
 	}
+	hooks.AddBeforeReadResource(func(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
+		uri := req.Params.URI
+		for _, rt := range resourceTemplates {
+			if !strings.HasPrefix(uri, rt.scheme+"://") {
+				continue
+			}
+			if _, err := rt.handler(client, log)(ctx, *req); err != nil {
+				var nf *ResourceNotFoundError
+				if errors.As(err, &nf) {
+					req.Params.URI = uri + " (" + nf.Message + ")"
+				}
+			}
+			return
+		}
+	})
 }
 
 func (rt resourceTemplate) handler(client *upstream.Client, log *slog.Logger) server.ResourceTemplateHandlerFunc {

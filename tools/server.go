@@ -171,7 +171,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		}
 		srv.AddTools(st...)
 	}
-	addResources(srv, client, log)
+	addResources(srv, hooks, client, log)
 	addExportResources(srv, hooks, d.exports)
 	addPreview(srv)
 	addPrompts(srv, selected)

@@ -225,8 +225,9 @@ func TestResources(t *testing.T) {
 			if err == nil {
 				t.Fatal("no error")
 			}
-			if !strings.Contains(err.Error(), "resource not found: ") || !strings.Contains(err.Error(), tt.message) {
-				t.Errorf("err = %v, want the envelope's message %q", err, tt.message)
+			// The protocol's "resource not found" (-32002), with the envelope's message.
+			if !errors.Is(err, mcp.ErrResourceNotFound) || !strings.Contains(err.Error(), tt.message) {
+				t.Errorf("err = %v, want resource not found (-32002) with the envelope's message %q", err, tt.message)
 			}
 		})
 	}

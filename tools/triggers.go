@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
@@ -30,7 +31,7 @@ func triggerTools() []Tool {
 				var names []string
 				for _, r := range list(out, "fired") {
 					if m, ok := r.(map[string]any); ok {
-						names = append(names, quoted(str(m, "name")))
+						names = append(names, entryLabel(m))
 					}
 				}
 				s := fmt.Sprintf("%s of %d fire", phrase.Count(int64(len(names)), "entry", "entries"), num(out, "entryCount"))
@@ -45,6 +46,18 @@ func triggerTools() []Tool {
 			},
 		},
 	}
+}
+
+// entryLabel names an entry of the report for the summary: its name quoted, or, for an entry
+// without one, its id or its position in the list tested.
+func entryLabel(m map[string]any) string {
+	switch {
+	case strings.TrimSpace(str(m, "name")) != "":
+		return quoted(str(m, "name"))
+	case str(m, "entryId") != "":
+		return "entry " + str(m, "entryId")
+	}
+	return fmt.Sprintf("entry #%d", num(m, "index")+1)
 }
 
 type triggerArgs struct {

@@ -16,14 +16,14 @@
 // latency, ratios to the floor and to the peer, CPU seconds per 1000 calls and peak RSS of the
 // server processes; then the stdio cold start (spawn to initialize response) of ours and the
 // peer's, and the RSS of `http` holding 1,000 idle initialized sessions. It prints tables and
-// writes JSON (-json FILE); -readme FILE puts the tables between the README's bench markers.
+// writes JSON (-json FILE); -readme FILE puts the tables between the bench markers of FILE (docs/performance.md).
 //
 // Every cell gets a fresh sandbox (seeded with one card, one worldbook of 50 entries bound to
 // it, and two trial cards) and a fresh server process. All traffic stays on 127.0.0.1.
 //
 // Usage (from the module root):
 //
-//	go run ./cmd/cardwriter-bench [-calls 2000] [-conc 1,8,64] [-json bench.json] [-readme README.md]
+//	go run ./cmd/cardwriter-bench [-calls 2000] [-conc 1,8,64] [-json bench.json] [-readme docs/performance.md]
 package main
 
 import (

@@ -342,7 +342,7 @@ var modeLabel = map[string]string{
 
 var upstreamLabel = map[string]string{upstreamSandbox: "sandbox", upstreamStub: "stub"}
 
-// markdown renders the run as the README's Performance tables.
+// markdown renders the run as the Performance tables of docs/performance.md.
 func (r *results) markdown() string {
 	var sb strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&sb, format, args...) }

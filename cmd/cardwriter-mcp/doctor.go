@@ -54,7 +54,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	if f.contract != "" {
 		if table, err := loadContract(f.contract); err != nil {
-			add(doctorCheck{name: "contract", result: err.Error(), fix: "correct the file (README, \"Correcting the contract\")"})
+			add(doctorCheck{name: "contract", result: err.Error(), fix: "correct the file (see docs/contract.md)"})
 		} else {
 			result := f.contract + " applies"
 			if w := table.Warnings(); len(w) > 0 {

@@ -169,6 +169,7 @@ const (
 	envConfigDir    = "CARDWRITER_CONFIG_DIR        the folder of the saved sign-in and the kept-aside tavern data (default: <user config dir>/cardwriter-mcp)"
 	envSandboxToken = "CARDWRITER_SANDBOX_TOKEN     with --sandbox: the demo user's access token (default: random, printed at start by http)"
 	envOTel         = "OTEL_EXPORTER_OTLP_ENDPOINT  send traces of the tool calls and card service calls there (OpenTelemetry; OTEL_* variables apply)"
+	envBench        = "CARDWRITER_BENCH_CPUPROFILE  for the benchmark harness: SIGUSR1 starts a CPU profile into this file, SIGUSR2 ends it"
 )
 
 // errHelp reports that --help was asked for and answered.

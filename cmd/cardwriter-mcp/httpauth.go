@@ -75,7 +75,7 @@ func (a *httpAuthFlags) trustedProxies() ([]netip.Prefix, error) {
 // comes from (http, and doctor, which checks them).
 func (a *httpAuthFlags) registerKeys(fs *flag.FlagSet) {
 	fs.StringVar(&a.publicURL, "public-url", "", "the origin clients reach this server at, e.g. https://mcp.example.com (the OAuth issuer; the MCP resource is it + /mcp); default http://<listen address> on loopback")
-	fs.StringVar(&a.stateDir, "state-dir", "", "directory of what the server keeps: the kept-aside data of imported tavern files (aside/) and, in proxy mode, the authorization state (clients, consents, grants, hashed tokens, sealed card service tokens) (default <user config dir>/cardwriter-mcp/http-state)")
+	fs.StringVar(&a.stateDir, "state-dir", "", "directory of the embedded store, state.db, when --store is not given (the authorization state in proxy mode, kept-aside tavern data, revisions, large exports, MCP sessions), and of the state key generated on a loopback --public-url (default <user config dir>/cardwriter-mcp/http-state)")
 	fs.StringVar(&a.stateKey, "state-key", "", "proxy mode: base64 of 32 random bytes that seal the card service's tokens, sign cookies and authenticate the stored grants; prefer the environment variable (default on a loopback URL only: generated into <state-dir>/state.key)")
 	fs.StringVar(&a.keyFile, "state-key-file", "", "proxy mode: a file holding the state key (base64), outside the state directory (a secret mount); instead of --state-key")
 	fs.StringVar(&a.previous, "state-key-previous", "", "proxy mode: comma-separated state keys of before a rotation: still accepted for reading, never used to seal")
@@ -103,7 +103,7 @@ func (a *httpAuthFlags) keyCheck() (doctorCheck, bool) {
 		return c, true
 	}
 	if _, _, err := a.stateKeys(pub, dir, slog.New(slog.DiscardHandler)); err != nil {
-		c.result, c.fix = err.Error(), "README, \"The state key\""
+		c.result, c.fix = err.Error(), "docs/sign-in.md, \"The state key\""
 		return c, true
 	}
 	from := "CARDWRITER_STATE_KEY (--state-key)"

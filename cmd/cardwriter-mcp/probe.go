@@ -109,7 +109,7 @@ func printProbe(w io.Writer, rep probeReport, signInFailed bool) {
 		fmt.Fprintln(w, "No differences: the service answers as the contract says.")
 		return
 	}
-	fmt.Fprintf(w, "%d difference(s). Correct the contract's guesses with --contract FILE (see the README, \"Correcting the contract\").\n", rep.Differences)
+	fmt.Fprintf(w, "%d difference(s). Correct the contract's guesses with --contract FILE (see docs/contract.md).\n", rep.Differences)
 }
 
 // prober runs the probe's exchanges and compares each answer with the contract.

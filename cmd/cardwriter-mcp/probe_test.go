@@ -179,7 +179,7 @@ func TestProbeUsesSavedSignIn(t *testing.T) {
 // that the documented example is the one tested.
 func readmeContractExample(t *testing.T) string {
 	t.Helper()
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/contract.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +187,7 @@ func readmeContractExample(t *testing.T) string {
 	start := strings.Index(s, "<!-- contract-example:begin -->")
 	end := strings.Index(s, "<!-- contract-example:end -->")
 	if start < 0 || end < start {
-		t.Fatal("README.md has no contract-example section")
+		t.Fatal("docs/contract.md has no contract-example section")
 	}
 	block := s[start:end]
 	i := strings.Index(block, "```json\n")

@@ -36,12 +36,7 @@ func TestReadyz(t *testing.T) {
 	}
 
 	// A card service that does not answer: not ready, and why.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := silentAddress(t)
 	_, found := startProcess(t, []string{"CARDWRITER_TOKEN=t", "CARDWRITER_CONFIG_DIR=" + t.TempDir()},
 		[]string{"http", "--addr", "127.0.0.1:0", "--api-host", dead, "--auth", "none", "--state-dir", t.TempDir()}, `MCP endpoint: (http://\S+)/mcp`)
 	status, body := getReady(t, found[0])
@@ -58,17 +53,25 @@ func TestHealthcheckCommand(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "healthy") {
 		t.Errorf("a live server: %v %s", err, out)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String() + "/healthz"
-	ln.Close()
+	dead := silentAddress(t) + "/healthz"
 	cmd := exec.Command(binPath, "healthcheck")
 	cmd.Env = cleanEnv("CARDWRITER_URL=" + dead)
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "does not answer") {
 		t.Errorf("a dead server: %v %s", err, out)
 	}
+}
+
+// silentAddress returns the address of a server that never answers: a listener held open for
+// the test and never accepting, so that its port cannot be taken by another server of a test
+// running meanwhile, as a closed port can (the kernel hands it out again).
+func silentAddress(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	return "http://" + ln.Addr().String()
 }
 
 // reportingStore is a store that says what its failover is at (as Redis Sentinel and Cluster

@@ -13,14 +13,15 @@ import (
 )
 
 func runSandbox(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("sandbox", "sandbox [--addr 127.0.0.1:8090] [--data FILE] [--demo-token TOKEN] [--access-token-ttl 1h] [--refresh-token-ttl 720h]", stdout, stderr)
+	fs := newFlagSet("sandbox", "sandbox [--addr 127.0.0.1:8090] [--data FILE] [--demo-token TOKEN] [--access-token-ttl 1h] [--refresh-token-ttl 720h]", stdout, stderr,
+		"CARDWRITER_SANDBOX_TOKEN     the same as --demo-token (read when CARDWRITER_DEMO_TOKEN is not set)")
 	addr := fs.String("addr", "127.0.0.1:8090", "address to listen on")
 	data := fs.String("data", "", "file that keeps the sandbox's state across restarts (default: memory only)")
 	demoToken := fs.String("demo-token", "", "bearer token of the signed-in demo user (default: a random one, printed at start)")
 	accessTTL := fs.Duration("access-token-ttl", sandbox.DefaultAccessTokenTTL, "lifetime of the access tokens the sandbox's OAuth server issues (a short one lets you test refresh)")
 	refreshTTL := fs.Duration("refresh-token-ttl", sandbox.DefaultRefreshTokenTTL, "lifetime of a refresh token (each refresh rotates it and starts a new one)")
 	codeTTL := fs.Duration("auth-code-ttl", sandbox.DefaultAuthCodeTTL, "lifetime of an authorization code")
-	faultSpec := fs.String("faults", "", "make the API slow and unreliable on purpose, e.g. seed=7,latency=5ms-40ms,429=0.1,reset-after=0.05 (see the README)")
+	faultSpec := fs.String("faults", "", "make the API slow and unreliable on purpose, e.g. seed=7,latency=5ms-40ms,429=0.1,reset-after=0.05 (see docs/sandbox.md)")
 	var lf logFlags
 	lf.register(fs)
 	if err := parseFlags(fs, args, map[string][]string{"demo-token": {"CARDWRITER_SANDBOX_TOKEN"}}); err != nil {

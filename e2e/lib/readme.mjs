@@ -5,22 +5,24 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import assert from 'node:assert/strict';
 
-const README = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'README.md');
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /**
- * Checks that the README holds text (which starts with begin and ends with end) between those
- * markers, or writes it there under UPDATE_README=1. normalize, when given, is applied to both
- * sides before comparing (figures that differ from run to run); rerun names the command that
- * rewrites the section.
+ * Checks that a page of the docs (file, from the repository's root: README.md by default, or a
+ * page of docs/) holds text (which starts with begin and ends with end) between those markers,
+ * or writes it there under UPDATE_README=1. normalize, when given, is applied to both sides
+ * before comparing (figures that differ from run to run); rerun names the command that rewrites
+ * the section.
  */
-export function readmeSection(begin, end, text, { normalize = (s) => s, rerun }) {
-  const readme = readFileSync(README, 'utf8');
+export function readmeSection(begin, end, text, { normalize = (s) => s, rerun, file = 'README.md' }) {
+  const path = join(ROOT, file);
+  const readme = readFileSync(path, 'utf8');
   const start = readme.indexOf(begin);
   const stop = readme.indexOf(end);
-  assert.ok(start >= 0 && stop > start, `README.md has no ${begin} ... ${end} section`);
+  assert.ok(start >= 0 && stop > start, `${file} has no ${begin} ... ${end} section`);
   if (process.env.UPDATE_README) {
-    writeFileSync(README, readme.slice(0, start) + text + readme.slice(stop + end.length));
+    writeFileSync(path, readme.slice(0, start) + text + readme.slice(stop + end.length));
     return;
   }
-  assert.equal(normalize(readme.slice(start, stop + end.length)), normalize(text), `the README's section ${begin} is stale: rerun with ${rerun}`);
+  assert.equal(normalize(readme.slice(start, stop + end.length)), normalize(text), `the section ${begin} of ${file} is stale: rerun with ${rerun}`);
 }

@@ -20,6 +20,8 @@ function steady(s, names) {
   };
   return s
     .replace(/\b([a-z]+_)([0-9a-f]{24})\b/g, (_, p, v) => p + fixed(v).slice(0, 24))
+    // revision ids: rv_ and 26 base32hex digits (time first)
+    .replace(/\brv_([0-9a-v]{26})\b/g, (_, v) => 'rv_' + fixed(v).slice(0, 26))
     .replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})/g, '2026-01-02T03:04:05Z')
     .replace(/"(nextCursor|cursor)":"[A-Za-z0-9_-]+"/g, (_, k) => `"${k}":"${fixed(k).slice(0, 40)}"`);
 }

@@ -7,7 +7,7 @@ import "strings"
 // deployment has replicas). Everything else (MCP sessions and their event streams, the proxy's
 // session owners and refresh leases, the readiness probe) may be lost in a failover: a client
 // whose session is gone is told 404 and starts a new one. This is the one place of the policy;
-// the README's "What a failover risks" says the same in words.
+// docs/replicas.md's "What a failover risks" says the same in words.
 var keptByReplica = []string{
 	"proxy:client:",        // registered OAuth clients
 	"proxy:consent:",       // the user's consents

@@ -12,7 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// The forms of a Redis --store (the README's "Running several replicas" documents them):
+// The forms of a Redis --store (docs/replicas.md documents them):
 //
 //	redis://[user:password@]host:port[/db][?namespace=p:&replicas=N]     one server (rediss:// for TLS)
 //	redis-sentinel://[user:password@]host:port[,host:port...]/MASTER[?db=N&sentinel_user=u&sentinel_password=p&namespace=p:&replicas=N]
