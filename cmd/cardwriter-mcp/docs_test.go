@@ -229,3 +229,34 @@ func slug(heading string) string {
 	}
 	return b.String()
 }
+
+// foreignFlags are the flags the docs name of other programs (the hosts, the Inspector).
+var foreignFlags = map[string]bool{"--strict": true, "--allowedTools": true, "--transport": true, "--env": true, "--help": true}
+
+// TestDocsNameOnlyRealFlags: every flag the README and docs/ name in code is one a command of
+// the binary takes (a flag renamed or dropped leaves no page that still tells of it).
+func TestDocsNameOnlyRealFlags(t *testing.T) {
+	t.Parallel()
+	known := map[string]bool{}
+	for _, c := range commands() {
+		for _, f := range readHelp(t, c.name).flags {
+			known[f.name] = true
+		}
+	}
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := regexp.MustCompile("`(--[a-zA-Z0-9-]+)")
+	for _, page := range append(pages, "../../README.md") {
+		data, err := os.ReadFile(page)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range named.FindAllStringSubmatch(string(data), -1) {
+			if !known[m[1]] && !foreignFlags[m[1]] {
+				t.Errorf("%s names %s, which no command takes", page, m[1])
+			}
+		}
+	}
+}
