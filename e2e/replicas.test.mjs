@@ -136,7 +136,7 @@ describe('two replicas on one Redis behind nginx', () => {
     // Card service calls take 5 to 40 ms, so that calls are under way when a replica is killed;
     // no per-user rate limit, so that the load test's retries are the kill's.
     cluster = await startCluster({ replicas: 2, store: 'redis', sandboxArgs: ['--faults', 'seed=3,latency=5ms-40ms'],
-      replicaArgs: ['--user-rate', '0', '--user-sessions', '0', '--user-initialize-rate', '0'] });
+      replicaArgs: ['--user-rate', '0'] });
   });
   after(async () => {
     if (!cluster.skip) await cluster.stop();
@@ -545,7 +545,7 @@ for (const form of ['sentinel', 'cluster']) {
   describe(`two replicas on a Redis ${form === 'sentinel' ? 'Sentinel deployment' : 'Cluster'} behind nginx`, () => {
     let cluster;
     before(async () => {
-      cluster = await startCluster({ replicas: 2, store: form, sandboxArgs: ['--faults', 'seed=3,latency=5ms-40ms'], replicaArgs: ['--user-rate', '0'] });
+      cluster = await startCluster({ replicas: 2, store: form, sandboxArgs: ['--faults', 'seed=3,latency=5ms-40ms'], replicaArgs: ['--user-rate', '0', '--user-sessions', '0', '--user-initialize-rate', '0'] });
     });
     after(async () => {
       if (!cluster.skip) await cluster.stop();
