@@ -17,11 +17,10 @@ import { fileURLToPath } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 
 import { BIN, cleanEnv, connect, callTool, assertSuccess } from './lib/harness.mjs';
 import { startCluster } from './lib/cluster.mjs';
-import { ScriptedProvider, signInAt } from './lib/browser.mjs';
+import { ScriptedProvider, signInAt, connectSignedIn } from './lib/browser.mjs';
 
 const REAL = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'internal', 'tavern', 'taverntest', 'real');
 const SERAPHINA = readFileSync(path.join(REAL, 'default_Seraphina.png')).toString('base64');
@@ -158,15 +157,7 @@ class Host {
 
   async connect() {
     this.client = new Client({ name: 'exports-e2e', version: '1.0.0' });
-    let t = this.transport();
-    try {
-      await this.client.connect(t);
-    } catch (e) {
-      if (!(e instanceof UnauthorizedError)) throw e;
-      await t.finishAuth(this.provider.code);
-      t = this.transport();
-      await this.client.connect(t);
-    }
+    await connectSignedIn(this.client, () => this.transport(), this.provider);
     this.tools = new Map((await this.client.listTools()).tools.map((tool) => [tool.name, tool]));
     return this;
   }

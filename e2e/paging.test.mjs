@@ -13,11 +13,10 @@ import { fileURLToPath } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 
 import { connect, serverFor, callTool, assertSuccess, assertToolError } from './lib/harness.mjs';
 import { startCluster } from './lib/cluster.mjs';
-import { ScriptedProvider } from './lib/browser.mjs';
+import { ScriptedProvider, connectSignedIn } from './lib/browser.mjs';
 import { resultTokens, makeBigWorldbook, loreEntry } from './lib/tasks.mjs';
 
 const REAL = join(dirname(fileURLToPath(import.meta.url)), '..', 'internal', 'tavern', 'taverntest', 'real');
@@ -182,15 +181,7 @@ describe('paging on two replicas on Redis behind nginx', () => {
     const provider = new ScriptedProvider('paging-e2e');
     const client = new Client({ name: 'paging-e2e', version: '1.0.0' });
     const transport = () => new StreamableHTTPClientTransport(cluster.mcpUrl, { fetch: fetchVia, authProvider: provider });
-    let tr = transport();
-    try {
-      await client.connect(tr);
-    } catch (e) {
-      if (!(e instanceof UnauthorizedError)) throw e;
-      await tr.finishAuth(provider.code);
-      tr = transport();
-      await client.connect(tr);
-    }
+    await connectSignedIn(client, transport, provider);
     try {
       const call = (name, args) => client.callTool({ name, arguments: args });
       const worldbookId = await makeBigWorldbook(call, 300, 100);

@@ -14,11 +14,10 @@ import assert from 'node:assert/strict';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 import { CallToolResultSchema, ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 import { startCluster, waitUntil } from './lib/cluster.mjs';
-import { ScriptedProvider } from './lib/browser.mjs';
+import { ScriptedProvider, connectSignedIn } from './lib/browser.mjs';
 import { assertSuccess } from './lib/harness.mjs';
 import { readmeSection } from './lib/readme.mjs';
 
@@ -81,16 +80,7 @@ class Host {
     this.client = new Client({ name: this.name, version: '1.0.0' }, { capabilities: this.elicit ? { elicitation: {} } : {} });
     if (this.elicit) this.client.setRequestHandler(ElicitRequestSchema, (req) => this.elicit(req.params));
     this.client.onerror = () => {}; // a GET stream broken by a killed replica is retried by the SDK
-    let t = this.transport();
-    try {
-      await this.client.connect(t);
-    } catch (e) {
-      if (!(e instanceof UnauthorizedError)) throw e;
-      await t.finishAuth(this.provider.code);
-      t = this.transport();
-      await this.client.connect(t);
-    }
-    this.t = t;
+    this.t = await connectSignedIn(this.client, () => this.transport(), this.provider);
     for (const tool of (await this.client.listTools()).tools) this.tools.set(tool.name, tool);
     return this;
   }

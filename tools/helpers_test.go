@@ -187,3 +187,25 @@ func jsonArg(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// initializedClient returns an in-process client of srv, initialized under the newest protocol
+// before 2026-07-28 with clientInfo.name name, closed at the end of the test.
+func initializedClient(t *testing.T, srv *server.MCPServer, name string) *client.Client {
+	t.Helper()
+	cl, err := client.NewInProcessClient(srv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	ctx := context.Background()
+	if err := cl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	init := mcp.InitializeRequest{}
+	init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
+	init.Params.ClientInfo = mcp.Implementation{Name: name, Version: "1"}
+	if _, err := cl.Initialize(ctx, init); err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}

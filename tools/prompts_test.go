@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
@@ -27,21 +26,8 @@ func TestPromptsFromWordSplittingHosts(t *testing.T) {
 	}
 	get := func(clientName, prompt string, args map[string]string) string {
 		t.Helper()
-		cl, err := client.NewInProcessClient(srv)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer cl.Close()
+		cl := initializedClient(t, srv, clientName)
 		ctx := context.Background()
-		if err := cl.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		init := mcp.InitializeRequest{}
-		init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-		init.Params.ClientInfo = mcp.Implementation{Name: clientName, Version: "1"}
-		if _, err := cl.Initialize(ctx, init); err != nil {
-			t.Fatal(err)
-		}
 		req := mcp.GetPromptRequest{}
 		req.Params.Name = prompt
 		req.Params.Arguments = args

@@ -555,20 +555,8 @@ func TestFailures(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cl, err := client.NewInProcessClient(srv)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer cl.Close()
+			cl := initializedClient(t, srv, "")
 			ctx := context.Background()
-			if err := cl.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			init := mcp.InitializeRequest{}
-			init.Params.ProtocolVersion = mcp.LATEST_LEGACY_PROTOCOL_VERSION
-			if _, err := cl.Initialize(ctx, init); err != nil {
-				t.Fatal(err)
-			}
 			req := mcp.CallToolRequest{}
 			req.Params.Name = "whoami"
 			res, err := cl.CallTool(ctx, req)

@@ -3,6 +3,7 @@
 // consent page: Allow; the sandbox's sign-in page: the demo user; its consent page: Allow) until
 // the authorization comes back to the client's redirect URI. Pages are the server's and the
 // sandbox's own, plain HTML forms.
+import { UnauthorizedError } from '@modelcontextprotocol/sdk/client/auth.js';
 
 const formRE = /<form\b([^>]*)>([\s\S]*?)<\/form>/i;
 const tagRE = /<(input|button)\b([^>]*)>(?:([^<]*)<\/button>)?/gi;
@@ -106,4 +107,22 @@ export class ScriptedProvider {
     this.code = back.searchParams.get('code');
     if (!this.code) throw new Error(`sign-in came back without a code: ${back.searchParams.get('error')}`);
   }
+}
+
+/**
+ * Connects client through a transport of makeTransport(), signing in through the server's OAuth
+ * flow with provider (a ScriptedProvider) when the server asks for it, and returns the transport
+ * connected.
+ */
+export async function connectSignedIn(client, makeTransport, provider) {
+  let t = makeTransport();
+  try {
+    await client.connect(t);
+  } catch (e) {
+    if (!(e instanceof UnauthorizedError)) throw e;
+    await t.finishAuth(provider.code);
+    t = makeTransport();
+    await client.connect(t);
+  }
+  return t;
 }
