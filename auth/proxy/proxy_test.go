@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -835,5 +836,63 @@ func TestRegisterStoreUnavailable(t *testing.T) {
 	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/oauth/callback?state=s&code=c", nil))
 	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), "connect again") {
 		t.Errorf("callback while the store fails over: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// grantsDownKV is a store whose reads of grants fail as a Redis failing over does, while
+// failing is set.
+type grantsDownKV struct {
+	store.KV
+	failing *atomic.Bool
+}
+
+func (k grantsDownKV) Get(ctx context.Context, key string) ([]byte, error) {
+	if k.failing.Load() && strings.HasPrefix(key, keyGrant) {
+		return nil, &store.UnavailableError{Backend: "redis test", Err: errors.New("failing over")}
+	}
+	return k.KV.Get(ctx, key)
+}
+
+// TestAuthenticateWhileTheStoreFailsOver: an access token whose grant cannot be read because
+// the store is failing over is "try again" (503), not "the authorization has ended" (401, after
+// which a client signs the user in again); a grant that is gone is 401.
+func TestAuthenticateWhileTheStoreFailsOver(t *testing.T) {
+	t.Parallel()
+	failing := &atomic.Bool{}
+	key := make([]byte, KeySize)
+	srv, err := New(Options{PublicURL: "http://127.0.0.1:1", APIHost: "http://127.0.0.1:2", KV: grantsDownKV{store.NewMemory(), failing}, Key: key,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ctx := context.Background()
+	resource := "http://127.0.0.1:1/mcp"
+	if err := srv.store.PutGrant(ctx, &Grant{ID: "g1", ClientID: "c1", UserID: "u1", Scope: Scope, Resource: resource, Active: true}); err != nil {
+		t.Fatal(err)
+	}
+	token := "access-token-of-g1"
+	if err := srv.store.PutSecret(ctx, oauthserver.Digest(token), &Secret{Kind: KindAccess, GrantID: "g1", ClientID: "c1", Scope: Scope,
+		Resource: resource, Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+	if p, _, f := srv.authenticate(req, token); f != nil || p.UserID != "u1" {
+		t.Fatalf("a live token: %+v %+v", p, f)
+	}
+	failing.Store(true)
+	if _, _, f := srv.authenticate(req, token); f == nil || f.status != http.StatusServiceUnavailable {
+		t.Errorf("the grant unreadable: %+v, want 503", f)
+	}
+	failing.Store(false)
+	if _, err := srv.store.DeleteGrant(ctx, "g1"); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.store.PutSecret(ctx, oauthserver.Digest(token), &Secret{Kind: KindAccess, GrantID: "g1", ClientID: "c1", Scope: Scope,
+		Resource: resource, Expires: time.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, f := srv.authenticate(req, token); f == nil || f.status != http.StatusUnauthorized {
+		t.Errorf("the grant gone: %+v, want 401", f)
 	}
 }

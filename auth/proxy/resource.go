@@ -105,8 +105,13 @@ func (s *Server) authenticate(r *http.Request, token string) (*Principal, upstre
 		return bad("The access token was issued for another resource.")
 	}
 	g, err := s.store.GetGrant(ctx, sec.GrantID)
-	if err != nil || !g.Active {
+	switch {
+	case errors.Is(err, ErrNotFound) || (err == nil && !g.Active):
 		return bad("The authorization of this access token has ended.")
+	case err != nil:
+		// The store cannot say (a Redis failing over): try again, the sign-in is not over.
+		s.log.Error("proxy: look up a grant", "err", err)
+		return nil, nil, &authFailure{status: http.StatusServiceUnavailable, token: true, reason: "The token could not be checked."}
 	}
 	p := &Principal{UserID: g.UserID, ClientID: g.ClientID, GrantID: g.ID}
 	return p, &grantSource{s: s, grantID: g.ID}, nil
