@@ -368,8 +368,16 @@ func TestToucher(t *testing.T) {
 	}
 }
 
-// countingObserver counts what a Redis store reports.
-type countingObserver struct{ unavailable, replicaWait, failovers atomic.Int64 }
+// countingObserver counts what a Redis store reports; failedOver is closed at the first failover.
+type countingObserver struct {
+	unavailable, replicaWait, failovers atomic.Int64
+	once                                sync.Once
+	failedOver                          chan struct{}
+}
+
+func newCountingObserver() *countingObserver {
+	return &countingObserver{failedOver: make(chan struct{})}
+}
 
 func (o *countingObserver) StoreUnavailable(reason string) {
 	if reason == "replica_wait" {
@@ -378,7 +386,10 @@ func (o *countingObserver) StoreUnavailable(reason string) {
 		o.unavailable.Add(1)
 	}
 }
-func (o *countingObserver) StoreFailover() { o.failovers.Add(1) }
+func (o *countingObserver) StoreFailover() {
+	o.failovers.Add(1)
+	o.once.Do(func() { close(o.failedOver) })
+}
 
 // When the primary of a Sentinel deployment or of a Cluster dies, operations fail retryably
 // (an UnavailableError, never a silent loss), the store follows the promoted replica without
@@ -402,8 +413,8 @@ func TestRedisFailover(t *testing.T) {
 			r := openRedis(t, url)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			var obs countingObserver
-			r.Observe(ctx, &obs)
+			obs := newCountingObserver()
+			r.Observe(ctx, obs)
 			var acked []string
 			write := func(k string) error {
 				err := r.Set(ctx, k, []byte(k), 0)
@@ -465,11 +476,10 @@ func TestRedisFailover(t *testing.T) {
 					t.Errorf("acknowledged %s: %q %v", k, v, err)
 				}
 			}
-			for obs.failovers.Load() == 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("no failover counted")
-				}
-				time.Sleep(50 * time.Millisecond)
+			select {
+			case <-obs.failedOver:
+			case <-time.After(time.Until(deadline)):
+				t.Fatal("no failover counted")
 			}
 			if !strings.Contains(r.Report(), "followed a failover") {
 				t.Errorf("report after the failover: %q", r.Report())
@@ -489,8 +499,8 @@ func TestRedisReplicaWait(t *testing.T) {
 	s := storetest.SentinelRedis(t)
 	r := openRedis(t, s.URL())
 	ctx := context.Background()
-	var obs countingObserver
-	r.Observe(ctx, &obs)
+	obs := newCountingObserver()
+	r.Observe(ctx, obs)
 	if err := r.Set(ctx, "aside:a", []byte("1"), 0); err != nil {
 		t.Fatal(err)
 	}
