@@ -403,3 +403,31 @@ func TestWithCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestLimitDefaultsAdvertised: the default page size a list tool's limit argument states is the
+// one the code uses (the schema says it in words, the code as a number: one must follow the
+// other).
+func TestLimitDefaultsAdvertised(t *testing.T) {
+	t.Parallel()
+	for _, tool := range All() {
+		var in struct {
+			Properties map[string]struct {
+				Description string `json:"description"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(tool.InputSchema(), &in); err != nil {
+			t.Fatal(err)
+		}
+		limit, ok := in.Properties["limit"]
+		if !ok {
+			continue
+		}
+		want := defaultLimit
+		if tool.Name == "list_revisions" {
+			want = defaultRevisionLimit
+		}
+		if !strings.Contains(limit.Description, fmt.Sprintf("Default %d.", want)) {
+			t.Errorf("%s: limit says %q, the code's default is %d", tool.Name, limit.Description, want)
+		}
+	}
+}
