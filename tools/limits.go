@@ -3,7 +3,6 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
-	"strconv"
 	"sync"
 )
 
@@ -71,17 +70,6 @@ func largestMaxLength(v any) int64 {
 		}
 	}
 	return most
-}
-
-// sizeName renders a byte count for people: "8 MiB", "44.7 MB" or "512 bytes".
-func sizeName(n int64) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return strconv.FormatInt(n>>20, 10) + " MiB"
-	case n >= 1_000_000:
-		return strconv.FormatFloat(float64(n)/1e6, 'f', 1, 64) + " MB"
-	}
-	return strconv.FormatInt(n, 10) + " bytes"
 }
 
 const (

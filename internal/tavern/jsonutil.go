@@ -289,19 +289,6 @@ func (o *obj) has(k string) bool { _, ok := o.vals[k]; return ok }
 
 func (o *obj) get(k string) (any, bool) { v, ok := o.vals[k]; return v, ok }
 
-func (o *obj) del(k string) {
-	if _, ok := o.vals[k]; !ok {
-		return
-	}
-	delete(o.vals, k)
-	for i, x := range o.keys {
-		if x == k {
-			o.keys = append(o.keys[:i], o.keys[i+1:]...)
-			break
-		}
-	}
-}
-
 // setRest copies the entries of m whose keys are not set yet, in sorted key order.
 func (o *obj) setRest(m map[string]any) {
 	keys := make([]string, 0, len(m))
