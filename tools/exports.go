@@ -269,17 +269,15 @@ func (x *exports) read(ctx context.Context, uri string) (exportRecord, error) {
 	return rec, nil
 }
 
-// addExportResources registers the export://{exportId} template, whose reads go to x, and a
-// hook that turns a read of an export the caller may not have into the protocol's "resource
-// not found" (mcp-go answers a template handler's errors with -32603, but a URI no template
-// matches with -32002, or -32602 under 2026-07-28): the URI is rewritten into one that no
-// template matches and that says why. Exports are never listed: each is known only to the
-// result that links it.
+// addExportResources registers the export://{exportId} template, whose reads go to x, read
+// first in a hook (readFirst), so that a read of an export the caller may not have is the
+// protocol's "resource not found". Exports are never listed: each is known only to the result
+// that links it.
 func addExportResources(srv *server.MCPServer, hooks *server.Hooks, x *exports) {
 	tmpl := mcp.NewResourceTemplate(exportScheme+"://{exportId}", "export",
 		mcp.WithTemplateTitle("Exported file"),
 		mcp.WithTemplateDescription("A file export_tavern_card or export_tavern_worldbook returned by link because it was too large to return inline; readable by the user who exported it until it expires."))
-	srv.AddResourceTemplate(tmpl, func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	read := func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		uri := req.Params.URI
 		rec, err := x.read(ctx, uri)
 		if errors.Is(err, errNoExport) {
@@ -293,14 +291,7 @@ func addExportResources(srv *server.MCPServer, hooks *server.Hooks, x *exports) 
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: rec.MIMEType, Text: string(rec.Data)}}, nil
 		}
 		return []mcp.ResourceContents{mcp.BlobResourceContents{URI: uri, MIMEType: rec.MIMEType, Blob: base64.StdEncoding.EncodeToString(rec.Data)}}, nil
-	})
-	hooks.AddBeforeReadResource(func(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
-		uri := req.Params.URI
-		if !strings.HasPrefix(uri, exportScheme+"://") {
-			return
-		}
-		if _, err := x.read(ctx, uri); errors.Is(err, errNoExport) {
-			req.Params.URI = uri + " (" + errNoExport.Error() + ")"
-		}
-	})
+	}
+	srv.AddResourceTemplate(tmpl, stashedOr(read))
+	readFirst(hooks, exportScheme, read)
 }

@@ -85,35 +85,71 @@ func (e *ResourceNotFoundError) Error() string { return "resource not found: " +
 // Unwrap makes errors.Is(err, server.ErrResourceNotFound) true.
 func (e *ResourceNotFoundError) Unwrap() error { return server.ErrResourceNotFound }
 
-// addResources registers the resource templates, and a hook that answers a read of a card,
-// worldbook or trial that does not exist with the protocol's "resource not found" (-32002, or
-// -32602 under 2026-07-28): mcp-go v1.2.1 answers every error of a template handler with
-// -32603, but a URI no template matches with that code, so the hook asks the card service
-// first and, when it says there is no such object, rewrites the URI into one no template
-// matches and that says why. Reads are rare; the object is read twice for them.
+// addResources registers the resource templates, read in a hook (readFirst) so that a card,
+// worldbook or trial that does not exist is the protocol's "resource not found".
 func addResources(srv *server.MCPServer, hooks *server.Hooks, client *upstream.Client, log *slog.Logger) {
 	for _, rt := range resourceTemplates {
 		tmpl := mcp.NewResourceTemplate(rt.scheme+"://{"+rt.param+"}", rt.name,
 			mcp.WithTemplateTitle(rt.title),
 			mcp.WithTemplateDescription(rt.description),
 			mcp.WithTemplateMIMEType(jsonMIME))
-		srv.AddResourceTemplate(tmpl, rt.handler(client, log))
+		read := rt.handler(client, log)
+		srv.AddResourceTemplate(tmpl, stashedOr(read))
+		readFirst(hooks, rt.scheme, read)
 	}
+}
+
+// readStash is what a before-read hook read, left in the request's _meta for the handler
+// (mcp-go hands the handler the request as the hook left it); a client cannot send one, the
+// type is this package's.
+type readStash struct{ contents []mcp.ResourceContents }
+
+// readStashKey is the _meta field of a readStash.
+const readStashKey = "io.cardwriter/read"
+
+// readFirst reads the resources of scheme in a before-read hook, so that what does not exist
+// (or may not be read) is the protocol's "resource not found" (-32002, or -32602 under
+// 2026-07-28): mcp-go v1.2.1 answers every error of a template handler with -32603, but a URI
+// no template matches with that code, so the hook rewrites such a URI into one no template
+// matches and that says why. What it read is left for the handler (stashedOr): one read, one
+// answer, even when the object goes or a link expires in between.
+func readFirst(hooks *server.Hooks, scheme string, read server.ResourceTemplateHandlerFunc) {
 	hooks.AddBeforeReadResource(func(ctx context.Context, _ any, req *mcp.ReadResourceRequest) {
 		uri := req.Params.URI
-		for _, rt := range resourceTemplates {
-			if !strings.HasPrefix(uri, rt.scheme+"://") {
-				continue
-			}
-			if _, err := rt.handler(client, log)(ctx, *req); err != nil {
-				var nf *ResourceNotFoundError
-				if errors.As(err, &nf) {
-					req.Params.URI = uri + " (" + nf.Message + ")"
-				}
-			}
+		if !strings.HasPrefix(uri, scheme+"://") {
 			return
 		}
+		if req.Params.Meta != nil {
+			delete(req.Params.Meta.AdditionalFields, readStashKey)
+		}
+		contents, err := read(ctx, *req)
+		var nf *ResourceNotFoundError
+		switch {
+		case errors.As(err, &nf):
+			req.Params.URI = uri + " (" + nf.Message + ")"
+		case err == nil:
+			if req.Params.Meta == nil {
+				req.Params.Meta = &mcp.Meta{}
+			}
+			if req.Params.Meta.AdditionalFields == nil {
+				req.Params.Meta.AdditionalFields = map[string]any{}
+			}
+			req.Params.Meta.AdditionalFields[readStashKey] = readStash{contents}
+		}
+		// Another error: the handler reads again and answers it.
 	})
+}
+
+// stashedOr answers with what readFirst read, else by reading.
+func stashedOr(read server.ResourceTemplateHandlerFunc) server.ResourceTemplateHandlerFunc {
+	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		if req.Params.Meta != nil {
+			if st, ok := req.Params.Meta.AdditionalFields[readStashKey].(readStash); ok {
+				return st.contents, nil
+			}
+		}
+		return read(ctx, req)
+	}
 }
 
 func (rt resourceTemplate) handler(client *upstream.Client, log *slog.Logger) server.ResourceTemplateHandlerFunc {

@@ -582,3 +582,18 @@ func TestFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestResourceReadOnce: a resource is read once (by the hook that decides "not found"), and
+// the handler answers with what it read, so that the answer cannot change in between.
+func TestResourceReadOnce(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	roleID := e.ok("create_card", `{"roleName":"Once"}`)["roleId"].(string)
+	before := e.requests.n.Load()
+	if _, err := readResource(t, e, "card://"+roleID); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.requests.n.Load() - before; n != 1 {
+		t.Errorf("reading card://%s sent %d requests to the card service, want 1", roleID, n)
+	}
+}
