@@ -418,6 +418,15 @@ async function primaryKilledUnderLoad(t, cluster, form) {
     t.diagnostic(`${form}: killed the Redis primary ${addr}`);
     await waitUntil('a replica promoted', () => cluster.redis.failedOver(), 60000);
     failedOverAt = Date.now();
+    // The dead server (which keeps nothing on disk) comes back only once every replica of ours
+    // follows the new primary, as docs/replicas.md says to run it: a client still on the old
+    // address would read the empty newcomer before the sentinels make it a replica.
+    for (const addr of cluster.addrs) {
+      await waitUntil(`${addr} to follow the new primary`, async () => {
+        const r = await (await fetch(`http://${addr}/readyz`)).json();
+        return /followed a failover/.test(r.checks?.store_failover ?? '');
+      }, 60000);
+    }
     await cluster.redis.restartKilled();
   })();
 
