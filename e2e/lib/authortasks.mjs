@@ -361,11 +361,12 @@ export const TASKS = [
     steps: [
       ...importFile('import_tavern_worldbook', (s) => s.fact(/lorebook (\S+\.json)/), (s) => ({ worldbookId: s.fact(/worldbook (wb_[0-9a-f]+)/) }), 'imp'),
       { if: (s) => s.r.imp.failed, then: [{ say: (s) => fail(s, 'the import failed') }] },
-      { say: (s) => `Imported ${s.r.imp.data.entryCount ?? s.r.imp.data.created?.length ?? 'the'} entries.` },
+      { say: (s) => `Imported ${s.r.imp.data.entryCount} entries.` },
     ],
-    async verify({ svc, facts }) {
+    async verify({ svc, facts, said }) {
       const list = await svc.call('list_worldbook_entries', { worldbookId: facts.worldbookId, limit: 100 });
       assert.equal(list.total ?? list.entries.length, 2 + facts.incoming);
+      assert.match(said, new RegExp(`Imported ${facts.incoming} entries`), 'the model did not learn how many came in');
     },
   },
   {
@@ -391,7 +392,8 @@ export const TASKS = [
     ],
     async verify({ svc }) {
       const list = await svc.call('list_trial_cards', {});
-      assert.ok(!(list.trials ?? list.trialCards ?? list.items ?? []).some((t) => t.clientKey === 'tess-idea'), 'the trial card is still there');
+      assert.ok(Array.isArray(list.list), `list_trial_cards has no list: ${JSON.stringify(list)}`);
+      assert.ok(!list.list.some((t) => t.clientKey === 'tess-idea'), 'the trial card is still there');
       const revs = await svc.call('list_revisions', { clientKey: 'tess-idea' });
       assert.ok(revs.revisions.some((r) => r.tool === 'delete_trial_card'), 'no revision of the delete: it never ran');
     },
@@ -533,7 +535,7 @@ export const TASKS = [
     async verify({ svc, facts }) {
       const card = await svc.call('get_card', { roleId: facts.roleId });
       assert.match(card.roleWelcome, /You must be Ash/);
-      assert.equal(card.sections?.description ?? card.description, 'Mira Vale captains the Kestrel, and flies her alone since the war.', 'the other assistant\'s write was lost');
+      assert.equal(card.sections.description, 'Mira Vale captains the Kestrel, and flies her alone since the war.', 'the other assistant\'s write was lost');
     },
     /** The other assistant's write. */
     other: (svc) => async (roleId) => {
