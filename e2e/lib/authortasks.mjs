@@ -36,18 +36,30 @@ export const FEATURES = {
   ifVersion: { by: 'issue 30 (i30-versions): version on reads, ifVersion/stale_write on writes', has: (t) => 'ifVersion' in (t.set_opening_lines?.inputSchema.properties ?? {}) },
   restoreAsksNothing: { by: 'issue 30/31: restore_revision asks no confirmation', has: (t) => !/asks the user/i.test(t.restore_revision?.description ?? 'asks the user') },
   confirmToken: { by: 'issue 31 (i31-server): --confirm conversation tokens (confirmationToken)', has: (t) => 'confirmationToken' in (t.publish_card?.inputSchema.properties ?? {}) },
-  searchBestFirst: { by: 'issue 31 (i31-server): search best first with a small page, entries read by id (entryIds)', has: (t) => 'entryIds' in (t.list_worldbook_entries?.inputSchema.properties ?? {}) },
-  downloadUrl: { by: 'issue 31 (i31-server): exports carry downloadUrl over HTTP', has: (t) => 'downloadUrl' in (t.export_tavern_card?.outputSchema?.properties ?? {}) },
+  downloadUrl: { by: 'issue 31 (i31-server): exports carry link.downloadUrl over HTTP', has: (t) => 'downloadUrl' in (t.export_tavern_card?.outputSchema?.properties?.link?.properties ?? {}) },
 };
 
 /** An argument the host declares for tool (the model sends only what it is offered). */
 const offers = (s, tool, arg) => arg in (s.schemas[tool]?.properties ?? {});
 /** ifVersion from a read's version, when the tool takes it. */
 const guard = (s, tool, read) => (offers(s, tool, 'ifVersion') && read?.version ? { ifVersion: read.version } : {});
-/** A call that resends with the confirmationToken a result asked for, once the author said yes. */
+/** A confirmationToken anywhere in a result's data (a success's field, or an error's detail). */
+function tokenIn(v) {
+  if (!v || typeof v !== 'object') return undefined;
+  if (typeof v.confirmationToken === 'string') return v.confirmationToken;
+  for (const x of Object.values(v)) {
+    const t = tokenIn(x);
+    if (t) return t;
+  }
+  return undefined;
+}
+/**
+ * A call that resends with the confirmationToken a result asked for (the author said yes in
+ * their words already), once.
+ */
 const confirmed = (tool, as) => ({
-  if: (s) => !s.r[as].failed && s.r[as].data.confirmationToken !== undefined,
-  then: [{ call: tool, args: (s) => ({ ...s.r[as].args, confirmationToken: s.r[as].data.confirmationToken }), as }],
+  if: (s) => tokenIn(s.r[as].data) !== undefined,
+  then: [{ call: tool, args: (s) => ({ ...s.r[as].args, confirmationToken: tokenIn(s.r[as].data) }), as }],
 });
 /** The steps that import the file the author named: by path, else read and sent as JSON. */
 const importFile = (tool, path, extra, as) => [
@@ -219,9 +231,6 @@ export const TASKS = [
   {
     id: 'big-find',
     title: 'Find and rewrite one entry of a 1,000-entry worldbook by a query that matches many',
-    // Without it the model pages through the matches until one names the cartographer: it gets
-    // there, after a number of pages that depends on the order of random ids.
-    needs: { all: ['searchBestFirst'] },
     async setup({ svc }) {
       const { worldbookId } = await svc.call('create_worldbook', { name: 'The Harbour' });
       for (let start = 0; start < 1000; start += 500) {
@@ -239,7 +248,7 @@ export const TASKS = [
       {
         repeat: [{
           call: 'list_worldbook_entries',
-          args: (s) => ({ worldbookId: s.fact(/worldbook (wb_[0-9a-f]+)/), query: 'blind cartographer old harbour', ...(s.r.found?.data.nextCursor ? { cursor: s.r.found.data.nextCursor } : {}) }),
+          args: (s) => ({ worldbookId: s.fact(/worldbook (wb_[0-9a-f]+)/), query: 'cartographer of the old harbour', ...(s.r.found?.data.nextCursor ? { cursor: s.r.found.data.nextCursor } : {}) }),
           as: 'found',
         }],
         while: (s) => {
@@ -319,14 +328,17 @@ export const TASKS = [
     steps: [
       { call: 'export_tavern_card', args: (s) => ({ roleId: s.fact(/card (r_[0-9a-f]+)/) }), as: 'exp' },
       {
-        if: (s) => !s.r.exp.failed && !s.r.exp.data.downloadUrl && !s.r.exp.data.written
+        if: (s) => !s.r.exp.failed && !s.r.exp.data.link?.downloadUrl && !s.r.exp.data.written
           && (s.r.exp.data.link || /too large for this result/.test(s.r.exp.shown)) && offers(s, 'export_tavern_card', 'path'),
         then: [{ call: 'export_tavern_card', args: (s) => ({ roleId: s.r.exp.args.roleId, path: join(s.fact(/my folder is (\S+)\)/), 'card.json') }), as: 'exp' }],
       },
       {
         say: (s) => {
           const d = s.r.exp.data;
-          if (d.downloadUrl) return `Download your card here: ${d.downloadUrl}`;
+          // The address in the data, or in the text where the host passes only that (Gemini CLI
+          // beside a resource_link).
+          const url = d.link?.downloadUrl ?? s.r.exp.shown.match(/https?:\/\/[^\s"\\)]+\/download\/[^\s"\\)]+/)?.[0];
+          if (url) return `Download your card here: ${url}`;
           const written = d.written?.path ?? s.r.exp.shown.match(/Written to (\/\S+) \(/)?.[1];
           if (written) return `Your card is saved at ${written}`;
           return fail(s, 'the export reached no file');

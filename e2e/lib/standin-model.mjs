@@ -184,7 +184,8 @@ export function startModel({ marker, script, load = (names) => names }) {
         const names = load(all).map((n) => prefix + n);
         turn = { calls: [{ name: 'ToolSearch', args: { query: `select:${names.join(',')}`, max_results: names.length } }] };
       } else if (!mark) {
-        others.push(`${req.method} ${path} (tools offered: ${conv.offered.join(' ') || 'none'})`);
+        const asked = JSON.stringify(body.systemInstruction ?? body.system ?? conv.texts.at(-1) ?? '').slice(0, 160);
+        others.push(`${req.method} ${path} (tools offered: ${conv.offered.join(' ') || 'none'}; asked: ${asked})`);
         turn = { text: 'ok' };
       } else {
         const prefix = mark.slice(0, -marker.length);
