@@ -76,6 +76,16 @@ const fail = (s, what) => {
   throw new Error(`${what}: ${s.last?.shown.slice(0, 600)}`);
 };
 
+/**
+ * A filler entry of the 1,000-entry worldbook: the same words in each but its number, so that
+ * whichever of the entries a search ranks alike it shows, the figures are the same.
+ */
+function lantern(i) {
+  const n = String(i).padStart(4, '0');
+  return { op: 'create', name: `Lantern ${n}`, content: 'A lantern of the old harbour keeps the name of a ship lost at sea; the keepers light it when the tide turns.',
+    keywords: [`lantern${n}`], secondaryKeywords: ['harbour'], category: 'places' };
+}
+
 const W0 = '*The cargo hold smells of rust.* "You\'re the new pilot? Don\'t touch anything."';
 const W1 = '"Welcome aboard the Kestrel," Mira says, without looking up from the charts.';
 const W2 = '"You\'re late," Mira says. "Strap in."';
@@ -235,7 +245,7 @@ export const TASKS = [
       const { worldbookId } = await svc.call('create_worldbook', { name: 'The Harbour' });
       for (let start = 0; start < 1000; start += 500) {
         const entries = [];
-        for (let i = start; i < start + 500; i++) entries.push(i === 637 ? PLANTED : loreEntry(i));
+        for (let i = start; i < start + 500; i++) entries.push(i === 637 ? PLANTED : lantern(i));
         await svc.call('write_worldbook_document', { worldbookId, entries });
       }
       return { worldbookId };
