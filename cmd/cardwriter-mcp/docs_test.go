@@ -35,8 +35,8 @@ type helpOf struct {
 }
 
 var (
-	helpFlagLine  = regexp.MustCompile(`^  (--?[a-z0-9-]+)$`)
-	helpUsageLine = regexp.MustCompile(`^      (.*?)(?: \(default "(.*)"\))?(?: \[env ([A-Z0-9_]+)\])?$`)
+	helpFlagLine  = regexp.MustCompile(`^  (--?[a-z0-9-]+)(?: [a-z]+)?$`)
+	helpUsageLine = regexp.MustCompile(`^      (.*?)(?: \(default (?:"(.*)"|([^" ]+))\))?(?: \[env ([A-Z0-9_]+)\])?$`)
 )
 
 // readHelp runs `cardwriter-mcp command --help` and reads it.
@@ -69,7 +69,7 @@ func readHelp(t *testing.T, command string) helpOf {
 		if u == nil {
 			t.Fatalf("%s --help: no usage line after %s: %q", command, m[1], lines[i+1])
 		}
-		h.flags = append(h.flags, helpEntry{name: m[1], usage: u[1], def: u[2], env: u[3]})
+		h.flags = append(h.flags, helpEntry{name: m[1], usage: u[1], def: u[2] + u[3], env: u[4]})
 		i++
 	}
 	return h

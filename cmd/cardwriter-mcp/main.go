@@ -1,6 +1,7 @@
 // Command cardwriter-mcp is the cardwriter MCP server and its companion commands: sign-in
-// (login, logout, whoami), the card service sandbox and the version. Every flag can also be set by an environment variable
-// CARDWRITER_<FLAG> (upper case, dashes as underscores); a flag on the command line wins.
+// (login, logout, whoami), the card service sandbox and the version. Each flag that a command's
+// --help shows with "[env CARDWRITER_<FLAG>]" can also be set by that environment variable;
+// a flag on the command line wins.
 package main
 
 import (
@@ -83,5 +84,6 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'cardwriter-mcp <command> --help' for a command's flags.")
-	fmt.Fprintln(w, "Every flag may also be set as CARDWRITER_<FLAG> in the environment.")
+	fmt.Fprintln(w, "A flag whose help shows [env CARDWRITER_<FLAG>] may also be set by that variable (the")
+	fmt.Fprintln(w, "command line wins); the others, such as -o, --format and --json, only on the command line.")
 }

@@ -98,7 +98,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 		fs.DurationVar(&f.keep.MaxAge, "revisions-max-age", f.keep.MaxAge, "drop revisions older than this (0: no age limit)")
 		fs.Int64Var(&f.keep.UserBytes, "revisions-user-bytes", f.keep.UserBytes, "the size of one user's revisions together, in bytes; the oldest go first (0: no limit)")
 	}
-	fs.IntVar(&f.resultBudget, "result-budget", 0, fmt.Sprintf("the most cl100k tokens a tool result's text or structuredContent may hold; pages fit it (0: %d)", tools.DefaultResultBudget))
+	fs.IntVar(&f.resultBudget, "result-budget", tools.DefaultResultBudget, "the most cl100k tokens a tool result's text or structuredContent may hold; pages fit it")
 	fs.DurationVar(&f.exportTTL, "export-ttl", tools.DefaultExportTTL, "how long an export too large for a tool result stays readable by resources/read at its resource_link, by the user who made it")
 	f.logFlags.register(fs)
 	// A saved sign-in belongs to one person: only the stdio server (run by that person's
@@ -127,7 +127,7 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		return nil, errors.New("--revisions-per-object, --revisions-max-age and --revisions-user-bytes must not be negative")
 	}
 	if f.resultBudget != 0 && (f.resultBudget < tools.MinResultBudget || f.resultBudget > tools.MaxResultBudget) {
-		return nil, fmt.Errorf("--result-budget %d: give 0 (the default, %d) or %d to %d tokens", f.resultBudget, tools.DefaultResultBudget, tools.MinResultBudget, tools.MaxResultBudget)
+		return nil, fmt.Errorf("--result-budget %d: give %d to %d tokens (default %d)", f.resultBudget, tools.MinResultBudget, tools.MaxResultBudget, tools.DefaultResultBudget)
 	}
 	b := &backend{logger: logger}
 	client, svc, err := f.newClient(logger, sandboxBase)
