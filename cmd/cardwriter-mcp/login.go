@@ -57,13 +57,16 @@ func (f *accountFlags) savedAPIHost(store *auth.Store) (string, error) {
 	}
 	switch len(hosts) {
 	case 0:
-		return "", errors.New("not signed in: run `cardwriter-mcp login --api-host URL` first")
+		return "", errNoSavedHost
 	case 1:
 		return hosts[0], nil
 	}
 	slices.Sort(hosts)
 	return "", fmt.Errorf("signed in to several card services (%s): choose one with --api-host", strings.Join(hosts, ", "))
 }
+
+// errNoSavedHost reports that no --api-host was given and no sign-in was saved to choose one.
+var errNoSavedHost = errors.New("not signed in: run `cardwriter-mcp login --api-host URL` first")
 
 // savedSignIn parses the flags of a command about a saved sign-in (logout, whoami) and returns
 // its logger, the sign-in store and the API host: --api-host, or the only one signed in to. An
@@ -100,7 +103,10 @@ func runLogin(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return helpOK(err)
 	}
 	if f.apiHost == "" {
-		return errors.New("set --api-host (or CARDWRITER_API_HOST) to the card service's address")
+		return errors.New("set --api-host (or CARDWRITER_API_HOST) to the card service's address, e.g. https://api.example.com")
+	}
+	if _, err := auth.Resource(f.apiHost); err != nil {
+		return fmt.Errorf("--api-host: %w", err)
 	}
 	if *timeout <= 0 {
 		return fmt.Errorf("--timeout must be positive, got %s", *timeout)
@@ -121,7 +127,7 @@ func runLogin(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	g, err := auth.Login(ctx, opts)
 	if err != nil {
-		return err
+		return unreachable(f.apiHost, err)
 	}
 	fmt.Fprintf(stdout, "Signed in to %s.\n", strings.TrimSuffix(g.Resource, "/open/v1"))
 	if me, _, err := whoamiCall(ctx, store, f.apiHost, logger); err == nil {

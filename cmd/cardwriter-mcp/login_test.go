@@ -466,23 +466,69 @@ func TestAccountCommandLine(t *testing.T) {
 	}
 }
 
-// TestStdioTokenFromEnvironmentFirst: CARDWRITER_TOKEN wins over a saved sign-in.
+// TestStdioTokenFromEnvironmentFirst: CARDWRITER_TOKEN wins over a saved sign-in, and when the
+// service refuses it, every tool and command names the variable, the service that refused it
+// and the saved sign-in it hides (not "sign in again", which cannot help while it is set);
+// whoami tests the variable rather than report the saved sign-in as fine.
 func TestStdioTokenFromEnvironmentFirst(t *testing.T) {
 	t.Parallel()
 	sb := startOAuthSandbox(t)
 	dir := t.TempDir()
 	sec := &secrets{}
 	loginWithBinary(t, sb, dir, sec)
+	saved := grant(t, dir, sb.URL).ObtainedAt.Local().Format("2006-01-02 15:04")
+	want := "The token in CARDWRITER_TOKEN was refused by " + sb.URL + "; unset it to use the saved sign-in of " + saved
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	env := cleanEnv("CARDWRITER_CONFIG_DIR="+dir, "CARDWRITER_TOKEN=not-a-valid-token")
 	cmd := exec.Command(binPath, "stdio", "--api-host", sb.URL)
-	cmd.Env = cleanEnv("CARDWRITER_CONFIG_DIR="+dir, "CARDWRITER_TOKEN=not-a-valid-token")
+	cmd.Env = env
 	cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if out, isErr := toolText(ctx, t, cs, "whoami", map[string]any{}); !isErr || !strings.Contains(out, "unauthorized") {
-		t.Errorf("whoami with a bad CARDWRITER_TOKEN beside a good sign-in: %s", out)
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"whoami", map[string]any{}},
+		{"get_card", map[string]any{"roleId": "1"}},
+		{"list_worldbooks", map[string]any{}},
+		{"list_trial_cards", map[string]any{}},
+		{"create_card", map[string]any{"roleName": "A"}},
+	} {
+		if out, isErr := toolText(ctx, t, cs, call.tool, call.args); !isErr || !strings.Contains(out, want) || strings.Contains(out, "Authentication failed") {
+			t.Errorf("%s with a bad CARDWRITER_TOKEN beside a good sign-in: %s", call.tool, out)
+		}
+	}
+	card := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(card, []byte(`{"name":"A","first_mes":"b"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lorebook := filepath.Join(t.TempDir(), "w.json")
+	if err := os.WriteFile(lorebook, []byte(`{"entries":{"0":{"uid":0,"key":["a"],"content":"b"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	for _, args := range [][]string{
+		{"whoami"},
+		{"import", card},
+		{"import-worldbook", lorebook},
+		{"export", "1", "-o", filepath.Join(out, "x.json")},
+		{"export-worldbook", "1", "-o", filepath.Join(out, "w.json")},
+		{"probe"},
+		{"doctor"},
+	} {
+		o, e, err := runCLI(t, env, append(args, "--api-host", sb.URL)...)
+		if err == nil || !strings.Contains(o+e, want) {
+			t.Errorf("%s with a bad CARDWRITER_TOKEN: err %v\n%s%s", args[0], err, o, e)
+		}
+	}
+	// whoami with a good token in the variable reports the variable, and the sign-in it hides.
+	tok := grant(t, dir, sb.URL).AccessToken.Reveal()
+	o, e, err := runCLI(t, cleanEnv("CARDWRITER_CONFIG_DIR="+dir, "CARDWRITER_TOKEN="+tok), "whoami", "--api-host", sb.URL)
+	if err != nil || !strings.Contains(o, "Token:         CARDWRITER_TOKEN") || !strings.Contains(o, "Saved sign-in: of "+saved) {
+		t.Errorf("whoami with a good CARDWRITER_TOKEN: %v\n%s%s", err, o, e)
 	}
 }

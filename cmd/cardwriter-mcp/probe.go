@@ -10,6 +10,7 @@ import (
 	"maps"
 	"mime"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -102,7 +103,12 @@ func printProbe(w io.Writer, rep probeReport, signInFailed bool) {
 		}
 	}
 	if signInFailed {
-		fmt.Fprintf(w, "The card service refused the token, so nothing else was probed: run `cardwriter-mcp login --api-host %s` (or set CARDWRITER_TOKEN to a valid access token), then probe again.\n", strings.TrimSuffix(rep.Service, "/open/v1"))
+		host := strings.TrimSuffix(rep.Service, "/open/v1")
+		if os.Getenv("CARDWRITER_TOKEN") != "" {
+			fmt.Fprintf(w, "%s Nothing else was probed.\n", refusedEnvToken(host))
+			return
+		}
+		fmt.Fprintf(w, "The card service refused the token, so nothing else was probed: run `cardwriter-mcp login --api-host %s` (or set CARDWRITER_TOKEN to a valid access token), then probe again.\n", host)
 		return
 	}
 	if rep.Differences == 0 {

@@ -288,7 +288,7 @@ func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, er
 		return upstream.ContextTokenSource{}, nil
 	}
 	if token := os.Getenv("CARDWRITER_TOKEN"); token != "" {
-		return upstream.StaticToken(token), nil
+		return newVariableToken(token, f.apiHost), nil
 	}
 	if !f.savedGrant {
 		return nil, errors.New("set CARDWRITER_TOKEN to your card service access token (scope mcp:card-writer), or use --sandbox")
@@ -308,12 +308,66 @@ func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, er
 		return &signedOut{msg: msg, store: store, apiHost: f.apiHost, logger: logger}, nil
 	}
 	if errors.Is(err, auth.ErrNotSignedIn) {
+		if rerr := reach(context.Background(), f.apiHost); errors.Is(rerr, errUnreachable) {
+			return nil, rerr // a mistyped address, not a missing sign-in
+		}
 		return nil, fmt.Errorf("not signed in to %s: run `cardwriter-mcp login --api-host %s` first, or set CARDWRITER_TOKEN to an access token (scope mcp:card-writer), or use --sandbox", f.apiHost, f.apiHost)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return src, nil
+}
+
+// variableToken is the token source of CARDWRITER_TOKEN: the token as given, and, when the service
+// refuses it, an upstream.AuthError naming the variable, the service that refused it and what to
+// do (the saved sign-in it hides, when there is one): a refresh cannot help a token the user set.
+type variableToken struct {
+	tok     upstream.StaticToken
+	apiHost string
+}
+
+func newVariableToken(token, apiHost string) *variableToken {
+	return &variableToken{tok: upstream.StaticToken(token), apiHost: apiHost}
+}
+
+// Token returns the variable's token.
+func (e *variableToken) Token(ctx context.Context) (upstream.Token, error) { return e.tok.Token(ctx) }
+
+// Refresh is asked when the service refused the token: it says which credential that was.
+func (e *variableToken) Refresh(context.Context, upstream.Token) (upstream.Token, error) {
+	return "", &upstream.AuthError{Message: refusedEnvToken(e.apiHost)}
+}
+
+// refusedEnvToken says that the service at apiHost refused CARDWRITER_TOKEN, and what to do:
+// unset it to use the saved sign-in (named by its date), or set a valid token or sign in.
+func refusedEnvToken(apiHost string) string {
+	msg := "The token in CARDWRITER_TOKEN was refused by " + apiHost + "; "
+	if when := savedSignInDate(apiHost); when != "" {
+		return msg + "unset it to use the saved sign-in of " + when + ", or set it to a valid access token (scope mcp:card-writer)."
+	}
+	return msg + "set it to a valid access token (scope mcp:card-writer), or unset it and run `cardwriter-mcp login --api-host " + apiHost + "`."
+}
+
+// savedSignInDate is when the sign-in saved for apiHost was made ("" without one).
+func savedSignInDate(apiHost string) string {
+	resource, err := auth.Resource(apiHost)
+	if err != nil {
+		return ""
+	}
+	store, err := auth.NewStore("")
+	if err != nil {
+		return ""
+	}
+	d, err := store.Load()
+	if err != nil {
+		return ""
+	}
+	g := d.Latest(resource)
+	if g == nil {
+		return ""
+	}
+	return g.ObtainedAt.Local().Format("2006-01-02 15:04")
 }
 
 // signedOut is the token source of a stdio server started before its user signed in: each call
