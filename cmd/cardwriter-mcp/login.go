@@ -94,10 +94,11 @@ func savedSignIn(name string, args []string, stdout, stderr io.Writer) (*slog.Lo
 }
 
 func runLogin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("login", "login --api-host URL [--no-browser] [--timeout 5m]", stdout, stderr)
+	fs := newFlagSet("login", "login --api-host URL [--no-browser | --device] [--timeout 5m]", stdout, stderr)
 	var f accountFlags
 	f.register(fs)
-	noBrowser := fs.Bool("no-browser", false, "print the sign-in address without opening a browser")
+	noBrowser := fs.Bool("no-browser", false, "print the sign-in address without opening a browser; a browser on another machine ends on a page that does not load, whose address you paste back here (over SSH, say)")
+	device := fs.Bool("device", false, "sign in with a code typed in a browser on any device (the RFC 8628 device grant, where the card service offers it); nothing listens on this machine")
 	timeout := fs.Duration("timeout", auth.DefaultLoginTimeout, "how long to wait for the sign-in to finish in the browser")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
@@ -122,7 +123,12 @@ func runLogin(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	opts := auth.LoginOptions{
 		APIHost: f.apiHost, Store: store, Logger: logger, Timeout: *timeout, Out: stderr,
 	}
-	if !*noBrowser {
+	switch {
+	case *device:
+		opts.Device = true
+	case *noBrowser:
+		opts.Paste = os.Stdin
+	default:
 		opts.OpenBrowser = auth.OpenURL
 	}
 	g, err := auth.Login(ctx, opts)

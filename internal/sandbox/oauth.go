@@ -180,17 +180,20 @@ func (o *oauthState) sweep(now time.Time) bool {
 
 // oauthRuntime is the memory-only state of the OAuth server.
 type oauthRuntime struct {
-	csrfKey  []byte
-	pending  map[string]*authRequest    // request id -> pending authorization request
-	codes    map[string]*authCode       // SHA-256 (hex) of the code -> code
-	sessions map[string]*browserSession // session id -> session
+	csrfKey   []byte
+	pending   map[string]*authRequest    // request id -> pending authorization request
+	codes     map[string]*authCode       // SHA-256 (hex) of the code -> code
+	sessions  map[string]*browserSession // session id -> session
+	devices   map[string]*deviceAuth     // SHA-256 (hex) of the device code -> device authorization
+	userCodes map[string]string          // user code -> the device code's digest
 }
 
 func newOAuthRuntime() *oauthRuntime {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // crypto/rand.Read never fails
 	return &oauthRuntime{csrfKey: key, pending: map[string]*authRequest{},
-		codes: map[string]*authCode{}, sessions: map[string]*browserSession{}}
+		codes: map[string]*authCode{}, sessions: map[string]*browserSession{},
+		devices: map[string]*deviceAuth{}, userCodes: map[string]string{}}
 }
 
 // authRequest is a validated authorization request waiting for sign-in and consent.
@@ -204,6 +207,7 @@ type authRequest struct {
 	Challenge   string
 	Expires     time.Time
 	Session     string // the signed-in browser session it is bound to; "" until one signs in or views it
+	Device      string // of a device authorization (RFC 8628): its device code's digest; no redirect
 }
 
 // authCode is an issued authorization code.
@@ -234,6 +238,12 @@ func (rt *oauthRuntime) sweep(now time.Time) {
 	for h, c := range rt.codes {
 		if !now.Before(c.Expires.Add(usedCodeKept)) {
 			delete(rt.codes, h)
+		}
+	}
+	for h, d := range rt.devices {
+		if !now.Before(d.Expires) {
+			delete(rt.userCodes, d.UserCode)
+			delete(rt.devices, h)
 		}
 	}
 }
@@ -294,6 +304,16 @@ func (s *Service) serveOAuth(w http.ResponseWriter, r *http.Request, p string) (
 			return "exchangeToken", s.writeOAuthError(w, "", http.StatusMethodNotAllowed, "invalid_request", "Use POST.")
 		}
 		return "exchangeToken", s.token(w, r)
+	case deviceAuthorizationPath:
+		if !allow(http.MethodPost) {
+			return "authorizeDevice", s.writeOAuthError(w, "", http.StatusMethodNotAllowed, "invalid_request", "Use POST.")
+		}
+		return "authorizeDevice", s.deviceAuthorization(w, r)
+	case devicePath:
+		if !allow(http.MethodGet, http.MethodPost) {
+			return "device", s.writeErrorPage(w, http.StatusMethodNotAllowed, "Wrong method", "Use the device sign-in page.")
+		}
+		return "device", s.devicePage(w, r)
 	case revokePath:
 		if !allow(http.MethodPost) {
 			return "revokeToken", s.writeOAuthError(w, "", http.StatusMethodNotAllowed, "invalid_request", "Use POST.")
@@ -350,6 +370,8 @@ func (s *Service) serveASMetadata(w http.ResponseWriter) int {
 		Token:         iss + tokenPath,
 		Registration:  iss + registerPath,
 		Revocation:    iss + revokePath,
+
+		DeviceAuthorization: iss + deviceAuthorizationPath,
 	}, supportedScopes, false))
 }
 
@@ -424,7 +446,7 @@ func (s *Service) register(w http.ResponseWriter, r *http.Request) int {
 	if m := in.TokenEndpointAuthMethod; m != nil && *m != "none" {
 		return fail("invalid_client_metadata", "Only public clients can register: token_endpoint_auth_method must be \"none\" (PKCE protects the code).")
 	}
-	grants, e := in.Grants(true)
+	grants, e := in.Grants(true, oauthserver.DeviceGrantType)
 	if e == nil {
 		e = in.CheckResponseTypes()
 	}
@@ -636,7 +658,7 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) int {
 		return status
 	}
 	grantType := f.Get("grant_type")
-	if e := oauthserver.CheckGrantType(grantType, c.GrantTypes); e != nil {
+	if e := oauthserver.CheckGrantType(grantType, c.GrantTypes, oauthserver.DeviceGrantType); e != nil {
 		return s.writeOAuthJSON(w, op, e.Status, e)
 	}
 	now := s.now()
@@ -644,9 +666,12 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) int {
 	s.dirty = s.st.OAuth.sweep(now)
 	var resp *oauthserver.TokenResponse
 	var e *oauthserver.Error
-	if grantType == "authorization_code" {
+	switch grantType {
+	case "authorization_code":
 		resp, e = s.exchangeCode(c, f, now)
-	} else {
+	case oauthserver.DeviceGrantType:
+		resp, e = s.exchangeDevice(c, f, now)
+	default:
 		resp, e = s.refresh(c, f, now)
 	}
 	if s.dirty {
