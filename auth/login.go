@@ -136,6 +136,9 @@ func Login(ctx context.Context, opts LoginOptions) (*Grant, error) {
 	if opts.Paste != nil {
 		fmt.Fprintf(opts.Out, "If the browser runs on another machine (over SSH, say), it ends on a page that does not load,\n"+
 			"at an address starting with %s: copy that address from the address bar,\npaste it here and press Enter.\n", redirectURI)
+		if offersDevice(md) {
+			fmt.Fprintln(opts.Out, "(This card service also offers `login --device`: a code typed on any device, nothing to paste.)")
+		}
 		go readPasted(opts.Paste, opts.Out, cb)
 	}
 	fmt.Fprintf(opts.Out, "Waiting up to %s for the sign-in to finish in the browser...\n", opts.Timeout)
