@@ -16,23 +16,14 @@ import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { cleanEnv, serverFor } from './lib/harness.mjs';
+import { readmeBlock } from './lib/readme.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(here, '..');
 const modules = join(here, 'node_modules');
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const README_URL = 'http://127.0.0.1:8080/mcp';
 const RUN_MS = 240000;
 const CI = process.env.CI === 'true';
-
-/** The fenced block of the README between <!-- name:begin --> and <!-- name:end -->. */
-function readmeBlock(name) {
-  const begin = README.indexOf(`<!-- ${name}:begin -->`);
-  const end = README.indexOf(`<!-- ${name}:end -->`);
-  assert.ok(begin >= 0 && end > begin, `README.md has no ${name} block`);
-  const block = README.slice(begin, end);
-  return block.slice(block.indexOf('\n', block.indexOf('```')) + 1, block.lastIndexOf('```'));
-}
 
 /** Runs a command (its own process group, killed after RUN_MS); resolves with code and output. */
 function run(command, args, { env, cwd }) {

@@ -27,14 +27,20 @@ func runDoctorBinary(t *testing.T, args []string, env ...string) (string, int) {
 	return out.String(), 0
 }
 
-func TestDoctor(t *testing.T) {
-	t.Parallel()
+// deadAddress is the address of a loopback port nothing listens on (any more).
+func deadAddress(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return "http://" + ln.Addr().String()
+}
+
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	dead := deadAddress(t)
 	host, token := standIn(t, nil)
 	notFound := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(notFound.Close)
@@ -97,12 +103,7 @@ func TestDoctor(t *testing.T) {
 // a valid one to copy.
 func TestWrongAddress(t *testing.T) {
 	t.Parallel()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	dead := deadAddress(t)
 	dir := t.TempDir()
 	card := filepath.Join(dir, "c.json")
 	if err := os.WriteFile(card, []byte(`{"name":"A","first_mes":"b"}`), 0o644); err != nil {

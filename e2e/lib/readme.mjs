@@ -7,6 +7,16 @@ import assert from 'node:assert/strict';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/** The fenced block of README.md between <!-- name:begin --> and <!-- name:end -->: lines a test runs as written. */
+export function readmeBlock(name) {
+  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const begin = readme.indexOf(`<!-- ${name}:begin -->`);
+  const end = readme.indexOf(`<!-- ${name}:end -->`);
+  assert.ok(begin >= 0 && end > begin, `README.md has no ${name} block`);
+  const block = readme.slice(begin, end);
+  return block.slice(block.indexOf('\n', block.indexOf('```')) + 1, block.lastIndexOf('```'));
+}
+
 /**
  * Checks that a page of the docs (file, from the repository's root: README.md by default, or a
  * page of docs/) holds text (which starts with begin and ends with end) between those markers,

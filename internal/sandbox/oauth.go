@@ -644,19 +644,30 @@ func (s *Service) publicClient(w http.ResponseWriter, r *http.Request, op string
 	return c, 0
 }
 
+// clientForm reads a form posted by a public client to op's endpoint and takes s.mu: the
+// client, the form and the unlock, or the status of the error answer already written.
+func (s *Service) clientForm(w http.ResponseWriter, r *http.Request, op string) (*oauthClient, url.Values, func(), int) {
+	f, fe := oauthserver.ReadForm(w, r)
+	if fe != nil {
+		return nil, nil, nil, s.writeOAuthJSON(w, op, fe.Status, fe)
+	}
+	s.mu.Lock()
+	c, status := s.publicClient(w, r, op, f, true)
+	if status != 0 {
+		s.mu.Unlock()
+		return nil, nil, nil, status
+	}
+	return c, f, s.mu.Unlock, 0
+}
+
 // token is the RFC 6749 token endpoint.
 func (s *Service) token(w http.ResponseWriter, r *http.Request) int {
 	const op = "exchangeToken"
-	f, fe := oauthserver.ReadForm(w, r)
-	if fe != nil {
-		return s.writeOAuthJSON(w, op, fe.Status, fe)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, status := s.publicClient(w, r, op, f, true)
+	c, f, unlock, status := s.clientForm(w, r, op)
 	if status != 0 {
 		return status
 	}
+	defer unlock()
 	grantType := f.Get("grant_type")
 	if e := oauthserver.CheckGrantType(grantType, c.GrantTypes, oauthserver.DeviceGrantType); e != nil {
 		return s.writeOAuthJSON(w, op, e.Status, e)
@@ -714,14 +725,20 @@ func (s *Service) exchangeCode(c *oauthClient, f url.Values, now time.Time) (*oa
 	if s.st.Users[ac.UserID] == nil {
 		return nil, oauthserver.BadRequest("invalid_grant", "The user of the authorization code no longer exists.")
 	}
-	g := &oauthGrant{ID: newID("g_"), ClientID: c.ID, UserID: ac.UserID, Scope: ac.Scope, Resource: ac.Resource, Created: now}
+	g := s.newGrant(c, ac.UserID, ac.Scope, ac.Resource, now)
+	ac.GrantID = g.ID
+	return s.issueTokens(c, g, g.Scope, now), nil
+}
+
+// newGrant records a user's consent to a client, from which tokens are issued. The caller holds s.mu.
+func (s *Service) newGrant(c *oauthClient, userID, scope, resource string, now time.Time) *oauthGrant {
+	g := &oauthGrant{ID: newID("g_"), ClientID: c.ID, UserID: userID, Scope: scope, Resource: resource, Created: now}
 	for s.st.OAuth.Grants[g.ID] != nil {
 		g.ID = newID("g_")
 	}
 	s.st.OAuth.Grants[g.ID] = g
-	ac.GrantID = g.ID
 	s.changed()
-	return s.issueTokens(c, g, g.Scope, now), nil
+	return g
 }
 
 // refresh exchanges a refresh token for new tokens and rotates it; presenting a rotated refresh

@@ -64,16 +64,11 @@ func normalUserCode(s string) string {
 // deviceAuthorization is the RFC 8628 section 3.1 endpoint.
 func (s *Service) deviceAuthorization(w http.ResponseWriter, r *http.Request) int {
 	const op = "authorizeDevice"
-	f, fe := oauthserver.ReadForm(w, r)
-	if fe != nil {
-		return s.writeOAuthJSON(w, op, fe.Status, fe)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, status := s.publicClient(w, r, op, f, true)
+	c, f, unlock, status := s.clientForm(w, r, op)
 	if status != 0 {
 		return status
 	}
+	defer unlock()
 	fail := func(code, desc string) int { return s.writeOAuthError(w, op, http.StatusBadRequest, code, desc) }
 	if !c.allowsGrant(oauthserver.DeviceGrantType) {
 		return fail("unauthorized_client", "The client did not register the grant type "+oauthserver.DeviceGrantType+".")
@@ -192,12 +187,7 @@ func (s *Service) exchangeDevice(c *oauthClient, f url.Values, now time.Time) (*
 	if s.st.Users[da.UserID] == nil {
 		return nil, oauthserver.BadRequest("invalid_grant", "The user of the device code no longer exists.")
 	}
-	g := &oauthGrant{ID: newID("g_"), ClientID: c.ID, UserID: da.UserID, Scope: da.Scope, Resource: da.Resource, Created: now}
-	for s.st.OAuth.Grants[g.ID] != nil {
-		g.ID = newID("g_")
-	}
-	s.st.OAuth.Grants[g.ID] = g
-	s.changed()
+	g := s.newGrant(c, da.UserID, da.Scope, da.Resource, now)
 	return s.issueTokens(c, g, g.Scope, now), nil
 }
 
