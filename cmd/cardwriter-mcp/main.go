@@ -25,9 +25,9 @@ func commands() []command {
 	return []command{
 		{"stdio", "serve MCP over stdin/stdout (desktop hosts)", runStdio},
 		{"http", "serve MCP over streamable HTTP at /mcp (remote MCP)", runHTTP},
-		{"login", "sign in to the card service in the browser and save the sign-in (used by stdio)", runLogin},
+		{"login", "sign in to the card service in a browser, here or on any device (--no-browser, --device), and save the sign-in (used by stdio)", runLogin},
 		{"logout", "revoke and delete the saved sign-in", runLogout},
-		{"whoami", "show who the saved sign-in belongs to and when its access token expires", runWhoami},
+		{"whoami", "show who the saved sign-in (or CARDWRITER_TOKEN, when set) belongs to and when its access token expires", runWhoami},
 		{"import", "import a character card file (V1/V2/V3 JSON, PNG, CHARX) as a card, or as a trial card", runImport},
 		{"import-worldbook", "import a lorebook (SillyTavern World Info, a V2/V3 character_book) as a worldbook", runImportWorldbook},
 		{"export", "export a card as a Character Card V3 file (JSON, PNG or CHARX)", runExport},

@@ -85,7 +85,7 @@ type serverFlags struct {
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.sandbox, "sandbox", false, "run the card service sandbox in-process with a signed-in demo user (no account, no network)")
-	fs.StringVar(&f.sandboxData, "sandbox-data", "", "with --sandbox: file that keeps the sandbox's state across restarts (default: memory only)")
+	fs.StringVar(&f.sandboxData, "sandbox-data", "", "with --sandbox: file that keeps the sandbox's state across restarts (default: memory only, this server's own: not the sandbox of the import and export commands)")
 	fs.StringVar(&f.apiHost, "api-host", "", "the card service's address, e.g. https://api.example.com (the API is under /open/v1)")
 	fs.StringVar(&f.auditLog, "audit-log", "", "write one JSON line per write tool call (who, tool, ids, outcome, duration; never content or tokens) to this file, or - for stderr")
 	fs.StringVar(&f.contract, "contract", "", contractUsage)
@@ -288,7 +288,7 @@ func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, er
 		return upstream.ContextTokenSource{}, nil
 	}
 	if token := os.Getenv("CARDWRITER_TOKEN"); token != "" {
-		return newVariableToken(token, f.apiHost), nil
+		return newVariableToken(token, f.apiHost, f.savedGrant), nil
 	}
 	if !f.savedGrant {
 		return nil, errors.New("set CARDWRITER_TOKEN to your card service access token (scope mcp:card-writer), or use --sandbox")
@@ -325,10 +325,11 @@ func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, er
 type variableToken struct {
 	tok     upstream.StaticToken
 	apiHost string
+	saved   bool // a saved sign-in would be used without the variable (not by http)
 }
 
-func newVariableToken(token, apiHost string) *variableToken {
-	return &variableToken{tok: upstream.StaticToken(token), apiHost: apiHost}
+func newVariableToken(token, apiHost string, saved bool) *variableToken {
+	return &variableToken{tok: upstream.StaticToken(token), apiHost: apiHost, saved: saved}
 }
 
 // Token returns the variable's token.
@@ -336,6 +337,9 @@ func (e *variableToken) Token(ctx context.Context) (upstream.Token, error) { ret
 
 // Refresh is asked when the service refused the token: it says which credential that was.
 func (e *variableToken) Refresh(context.Context, upstream.Token) (upstream.Token, error) {
+	if !e.saved {
+		return "", &upstream.AuthError{Message: "The token in CARDWRITER_TOKEN was refused by " + e.apiHost + "; set it to a valid access token (scope mcp:card-writer)."}
+	}
 	return "", &upstream.AuthError{Message: refusedEnvToken(e.apiHost)}
 }
 

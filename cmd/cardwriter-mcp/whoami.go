@@ -59,7 +59,7 @@ func runWhoami(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // whoamiVariable tests CARDWRITER_TOKEN, which stdio and the other commands use instead of the
 // saved sign-in: who it belongs to, or the service's refusal naming the variable.
 func whoamiVariable(ctx context.Context, token, apiHost string, logger *slog.Logger, stdout io.Writer) error {
-	client, err := upstream.New(apiHost, newVariableToken(token, apiHost), upstream.WithUserAgent(userAgent()), upstream.WithLogger(logger))
+	client, err := upstream.New(apiHost, newVariableToken(token, apiHost, true), upstream.WithUserAgent(userAgent()), upstream.WithLogger(logger))
 	if err != nil {
 		return err
 	}
