@@ -217,6 +217,8 @@ func (p *prober) compare(op schema.Operation, ex *upstream.Exchange, want int) [
 		hint = " (the contract guessed this operation: correct it with --contract)"
 	}
 	switch {
+	case ex.Status == http.StatusUnauthorized && os.Getenv("CARDWRITER_TOKEN") != "":
+		return append(diffs, "the service refused the token in CARDWRITER_TOKEN (401)")
 	case ex.Status == http.StatusUnauthorized:
 		return append(diffs, "the service refused the access token (401): sign in again (`cardwriter-mcp login`) or set CARDWRITER_TOKEN")
 	case want >= 0 && !ok2xx && (ex.Status == http.StatusNotFound || ex.Status == http.StatusMethodNotAllowed) && errorCode(ex.Body) == "":
