@@ -41,7 +41,8 @@ func TestWithin(t *testing.T) {
 // and a long run without spaces is counted in bounded time, about as whole.
 func TestCountLongText(t *testing.T) {
 	t.Parallel()
-	if _, err := Count(""); err != nil { // loads the tokenizer
+	enc, err := get(Encoding)
+	if err != nil {
 		t.Fatal(err)
 	}
 	prose := strings.Repeat("The keeper of the old harbour lights a lantern for every ship lost at sea. ", 200)
@@ -72,5 +73,29 @@ func TestCut(t *testing.T) {
 	}
 	if i := cut("short"); i != 5 {
 		t.Errorf("cut(short) = %d", i)
+	}
+}
+
+// TestCountWith: o200k_base is shipped and differs from cl100k_base where their vocabularies do;
+// an encoding not shipped is an error.
+func TestCountWith(t *testing.T) {
+	t.Parallel()
+	s := "Ущелье теней: путники шепчут заклинания"
+	c, err := CountWith(Encoding, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := CountWith(O200k, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c == o || o == 0 {
+		t.Errorf("cl100k %d, o200k %d: want two different, non-zero counts", c, o)
+	}
+	if n, _ := Count(s); n != c {
+		t.Errorf("Count = %d, CountWith(cl100k) = %d", n, c)
+	}
+	if _, err := CountWith("p99k", s); err == nil {
+		t.Error("an encoding not shipped counted")
 	}
 }
