@@ -19,6 +19,8 @@ type Message struct {
 	Name string `json:"name,omitempty"`
 	// Text is the message.
 	Text string `json:"text"`
+	// User marks the user's messages (the others are the character's); the prompt X-ray reads it.
+	User bool `json:"user,omitempty"`
 }
 
 // Settings are SillyTavern's global World Info settings (world_info_* in world-info.js).
@@ -301,6 +303,9 @@ func newSimEntry(i int, e *Entry, native MatchOptions) *simEntry {
 		}
 	}
 	s.filter = readCharFilter(ext["character_filter"])
+	if s.filter == nil {
+		s.filter = readCharFilter(ext["characterFilter"])
+	}
 	for i, k := range matchSources {
 		if truthy(ext[k]) {
 			s.sources |= 1 << i
@@ -322,6 +327,12 @@ type charFilter struct {
 // readCharFilter reads characterFilter ({isExclude, names, tags}); nil when absent.
 func readCharFilter(v any) *charFilter {
 	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	if _, ok := m["isExclude"]; !ok && m["names"] == nil && m["tags"] == nil {
+		return nil
+	}
 	if !ok {
 		return nil
 	}
