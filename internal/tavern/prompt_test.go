@@ -13,9 +13,9 @@ import (
 // promptCase is one case of testdata/prompt_cases.json: books, a chat and settings, and where
 // SillyTavern puts every entry, as the blocks of the prompt in order, and what its budget cuts.
 type promptCase struct {
-	Name    string `json:"name"`
-	ST      string `json:"st"` // the SillyTavern code path the case exercises
-	Books   []struct {
+	Name  string `json:"name"`
+	ST    string `json:"st"` // the SillyTavern code path the case exercises
+	Books []struct {
 		Name    string `json:"name"`
 		Source  string `json:"source"`
 		Entries []struct {
@@ -38,8 +38,8 @@ type promptCase struct {
 	CharTags      []string  `json:"charTags"`
 	Card          struct {
 		Description, Personality, Scenario, Examples, SystemPrompt, PostHistory, DepthPrompt, Persona string
-		DepthPromptDepth, DepthPromptRole                                                        int
-		CreatorNotes                                                                             string
+		DepthPromptDepth, DepthPromptRole                                                             int
+		CreatorNotes                                                                                  string
 	} `json:"card"`
 	Note *AuthorsNote `json:"note"`
 	Text bool         `json:"text"`
