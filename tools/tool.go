@@ -158,6 +158,7 @@ func definitions() []Tool {
 	all = append(all, reviewTool())
 	all = append(all, worldbookTools()...)
 	all = append(all, triggerTools()...)
+	all = append(all, xrayTool())
 	all = append(all, trialTools()...)
 	all = append(all, tavernTools()...)
 	all = append(all, revisionTools()...)

@@ -148,6 +148,10 @@ func TestTriggersBadArguments(t *testing.T) {
 		{map[string]any{"entries": []any{entry}, "text": "x", "timedEffects": []any{map[string]any{"index": 3, "type": "sticky", "start": 0, "end": 2}}}, "index between 0 and 0"},
 		{map[string]any{"entries": []any{map[string]any{"name": "A", "keywords": []string{"x"}, "sillyTavern": map[string]any{"caseSensitive": true}}}, "text": "x"}, "sillyTavern.caseSensitive applies to entries with SillyTavern's rules"},
 		{map[string]any{"entries": []any{entry}, "text": "x", "scanDepth": -1}, "scanDepth"},
+		{map[string]any{"entries": []any{map[string]any{"name": "A", "keywords": []string{"x"}, "sillyTavern": map[string]any{"probabilty": 5}}}, "text": "x"}, "sillyTavern.probabilty is not a SillyTavern entry field"},
+		{map[string]any{"entries": []any{map[string]any{"name": "A", "keywords": []string{"x"}, "sillyTavern": map[string]any{"scanDepth": 1001}}}, "text": "x"}, "sillyTavern.scanDepth has a value of the wrong kind"},
+		{map[string]any{"entries": []any{map[string]any{"name": "A", "keywords": []string{"x"}, "sillyTavern": map[string]any{"sticky": "2"}}}, "text": "x"}, "sillyTavern.sticky has a value of the wrong kind"},
+		{map[string]any{"entries": []any{map[string]any{"name": "A", "keywords": []string{"x"}, "sillyTavern": map[string]any{"triggers": []string{"often"}}}}, "text": "x"}, "sillyTavern.triggers has a value of the wrong kind"},
 		{map[string]any{"entries": []any{entry}, "chat": []any{map[string]any{"name": "no text"}}}, "text"},
 	} {
 		env, msg := e.fail("test_worldbook_triggers", jsonArg(t, bad.args))

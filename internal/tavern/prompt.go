@@ -112,16 +112,14 @@ type Slot struct {
 
 // EntrySlot reads an entry's position, depth, role and outlet name as convertCharacterBook does:
 // extensions.position, else the V2 position (before_char: before, anything else after); an entry
-// of the service's own (no extensions) is placed before, SillyTavern's default for a new entry.
+// with neither is placed before, SillyTavern's default for a new entry.
 func EntrySlot(e *Entry) Slot {
 	ext, _ := e.Extensions["extensions"].(map[string]any)
 	sl := Slot{Position: PosBefore, Depth: defaultDepth}
 	if n, ok := jsNumber(ext["position"]); ok && n >= 0 && n <= PosOutlet {
 		sl.Position = int(n)
-	} else if e.Extensions != nil {
-		if p, _ := e.Extensions["position"].(string); p != "before_char" {
-			sl.Position = PosAfter
-		}
+	} else if p, ok := e.Extensions["position"]; ok && p != "before_char" {
+		sl.Position = PosAfter
 	}
 	if n, ok := jsNumber(ext["depth"]); ok {
 		sl.Depth = int(n)

@@ -25,6 +25,7 @@ type promptCase struct {
 			Order    int            `json:"order"`
 			Constant bool           `json:"constant"`
 			Ext      map[string]any `json:"ext"`
+			V2       string         `json:"v2"` // a V2 character_book position (before_char, after_char)
 		} `json:"entries"`
 	} `json:"books"`
 	Strategy      int       `json:"strategy"`
@@ -101,8 +102,12 @@ func TestPromptCases(t *testing.T) {
 					if ext == nil {
 						ext = map[string]any{}
 					}
+					x := map[string]any{"extensions": ext}
+					if e.V2 != "" {
+						x["position"] = e.V2
+					}
 					book.Entries = append(book.Entries, Entry{Name: e.Name, Keywords: e.Keys, Content: e.Content, SortOrder: e.Order,
-						IsConstant: e.Constant, IsEnabled: true, MatchOptions: &MatchOptions{}, Extensions: map[string]any{"extensions": ext}})
+						IsConstant: e.Constant, IsEnabled: true, MatchOptions: &MatchOptions{}, Extensions: x})
 				}
 				in.Books = append(in.Books, book)
 			}
