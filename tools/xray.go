@@ -254,8 +254,7 @@ func xrayResult(p *tavern.Prompt, pi tavern.PromptInput, enc string, full []int)
 		xe := xrayEntry{Name: e.Name, Book: bookName(i), Slot: slotName(tavern.EntrySlot(e))}
 		switch {
 		case r.Fired:
-			_, content := tavernContent(e, pi.Sim.Macros)
-			xe.Tokens = count(content)
+			xe.Tokens = count(tavernContent(e, pi.Sim.Macros))
 			out.WorldInfo += xe.Tokens
 			if why, ok := p.Unplaced[i]; ok {
 				xe.Status, xe.Why = "unplaced", why
@@ -267,7 +266,7 @@ func xrayResult(p *tavern.Prompt, pi tavern.PromptInput, enc string, full []int)
 				}
 			}
 		case r.Cut != "":
-			xe.Status, xe.Why, xe.Tokens = "cut", r.Cut, count(e.Content)
+			xe.Status, xe.Why, xe.Tokens = "cut", r.Cut, count(tavernContent(e, pi.Sim.Macros))
 		default:
 			out.NotFired++
 			continue
@@ -278,13 +277,8 @@ func xrayResult(p *tavern.Prompt, pi tavern.PromptInput, enc string, full []int)
 }
 
 // tavernContent is an entry's content as the prompt carries it: decorators off, macros on.
-func tavernContent(e *tavern.Entry, m tavern.Macros) (string, string) {
-	lines := strings.Split(e.Content, "\n")
-	i := 0
-	for i < len(lines) && strings.HasPrefix(lines[i], "@@") {
-		i++
-	}
-	return strings.Join(lines[:i], "\n"), m.Substitute(strings.Join(lines[i:], "\n"))
+func tavernContent(e *tavern.Entry, m tavern.Macros) string {
+	return m.Substitute(tavern.EntryContent(e))
 }
 
 // slotName renders a slot: the position, with depth and role at depth, the name of an outlet.

@@ -107,7 +107,7 @@ func TestPreviewPromptStored(t *testing.T) {
 	out := e.ok("preview_prompt", jsonArg(t, map[string]any{"roleId": role, "mode": "text", "full": []int{0},
 		"chat": []any{map[string]any{"text": "A kraken!", "user": true}}}))
 	blocks := list(out, "blocks")
-	if got := str(blocks[0].(map[string]any), "text"); got != "A reef of bone.\nMira keeps the light.\nKrakens hunt at night.\n" {
+	if got := str(blocks[0].(map[string]any), "text"); got != "Write Mira's next reply in a fictional chat between Mira and User.\nA reef of bone.\nMira keeps the light.\nKrakens hunt at night.\n" {
 		t.Errorf("story string: %q (%s)", got, blockNames(out))
 	}
 	if out["mode"] != "text" {

@@ -333,9 +333,6 @@ func readCharFilter(v any) *charFilter {
 	if _, ok := m["isExclude"]; !ok && m["names"] == nil && m["tags"] == nil {
 		return nil
 	}
-	if !ok {
-		return nil
-	}
 	f := &charFilter{exclude: truthy(m["isExclude"])}
 	for _, x := range [...]struct {
 		k   string

@@ -161,8 +161,8 @@ type Placement struct {
 }
 
 // Place sorts the admitted entries (Simulation.Activated order) by order, highest first, and
-// files them: unshift into each position (so each list ends lowest order first... reversed: the
-// lowest order first), push into outlets; @depth entries are grouped by depth and role.
+// files them as checkWorldInfo does: unshifted into each position (so each list is lowest order
+// first), pushed into outlets (highest first); @depth entries grouped by depth and role.
 func Place(entries []Entry, sim *Simulation, contents map[int]string) *Placement {
 	p := &Placement{Outlets: map[string][]Placed{}, Dropped: map[int]string{}}
 	order := append([]int(nil), sim.Activated...)
@@ -213,6 +213,12 @@ func Place(entries []Entry, sim *Simulation, contents map[int]string) *Placement
 		}
 	}
 	return p
+}
+
+// EntryContent is an entry's content without its decorator lines (parseDecorators).
+func EntryContent(e *Entry) string {
+	_, c := parseDecorators(e.Content)
+	return c
 }
 
 // joined is the contents of a list joined by newlines.
@@ -332,8 +338,7 @@ func BuildPrompt(ctx context.Context, in PromptInput) (*Prompt, error) {
 	m := opts.Macros
 	contents := map[int]string{}
 	for _, i := range sim.Activated {
-		_, c := parseDecorators(entries[i].Content)
-		contents[i] = m.Substitute(c)
+		contents[i] = m.Substitute(EntryContent(&entries[i]))
 	}
 	p := Place(entries, sim, contents)
 	out.Placement = p
@@ -458,9 +463,15 @@ func BuildPrompt(ctx context.Context, in PromptInput) (*Prompt, error) {
 		}
 	}
 	if in.Text {
-		// The Default context template's story string.
+		// The Default context template's story string; its system is the card's system prompt,
+		// else the default system prompt (power_user.sysprompt, enabled, "Neutral - Chat").
+		system := in.SystemPrompt
+		if system == "" {
+			system = "Write {{char}}'s next reply in a fictional chat between {{char}} and {{user}}."
+		}
+		system = strings.ReplaceAll(system, "{{original}}", "")
 		var sb strings.Builder
-		for _, part := range []string{sub(in.SystemPrompt), wiBefore, sub(in.Description), personalityLine(m, sub(in.Personality)),
+		for _, part := range []string{sub(system), wiBefore, sub(in.Description), personalityLine(m, sub(in.Personality)),
 			scenarioLine(sub(in.Scenario)), wiAfter, sub(in.Persona)} {
 			if part != "" {
 				sb.WriteString(part + "\n")
