@@ -104,10 +104,10 @@ type SimOptions struct {
 	// Native are the rules of entries without MatchOptions (the card service's own): zero is
 	// case-insensitive substrings, secondary keywords an AND gate, keys taken literally.
 	Native MatchOptions
-	// Budget is the World Info token budget (0: none, every activated entry is admitted).
-	Budget int
-	// Count counts the tokens of a text for Budget; it must be set when Budget is.
-	Count func(string) int
+	// TokenBudget is the World Info token budget (0: none, every activated entry is admitted).
+	TokenBudget int
+	// CountTokens counts the tokens of a text for TokenBudget; it must be set when TokenBudget is.
+	CountTokens func(string) int
 	// Trigger is the generation type (normal, continue, impersonate, swipe, regenerate, quiet)
 	// entries with triggers are filtered by; empty is normal.
 	Trigger string
@@ -757,8 +757,8 @@ func (s *simulator) run(sorted []*simEntry) int {
 		// The budget (checkWorldInfo after filterByInclusionGroups): entries are admitted in order
 		// until the tokens of the recursion text so far plus the new content reach it.
 		textTokens, newContent, ignores := 0, "", 0
-		if s.opts.Budget > 0 {
-			textTokens = s.opts.Count(s.activatedText)
+		if s.opts.TokenBudget > 0 {
+			textTokens = s.opts.CountTokens(s.activatedText)
 			for _, e := range newEntries {
 				if e.ignoreBudget {
 					ignores++
@@ -770,12 +770,12 @@ func (s *simulator) run(sorted []*simEntry) int {
 				ignores--
 			}
 			if s.overflowed && !e.ignoreBudget {
-				e.cut(count, s.opts.Budget, "the budget was already spent")
+				e.cut(count, s.opts.TokenBudget, "the budget was already spent")
 				if ignores > 0 {
 					continue
 				}
 				for _, rest := range newEntries[i+1:] {
-					rest.cut(count, s.opts.Budget, "the budget was already spent")
+					rest.cut(count, s.opts.TokenBudget, "the budget was already spent")
 				}
 				break
 			}
@@ -784,12 +784,12 @@ func (s *simulator) run(sorted []*simEntry) int {
 				continue
 			}
 			e.content = s.opts.Macros.Substitute(e.content)
-			if s.opts.Budget > 0 {
+			if s.opts.TokenBudget > 0 {
 				newContent += e.content + "\n"
 				if !e.ignoreBudget {
-					if n := textTokens + s.opts.Count(newContent); n >= s.opts.Budget {
+					if n := textTokens + s.opts.CountTokens(newContent); n >= s.opts.TokenBudget {
 						s.overflowed = true
-						e.cut(count, s.opts.Budget, fmt.Sprintf("admitting it would bring World Info to %d tokens", n))
+						e.cut(count, s.opts.TokenBudget, fmt.Sprintf("admitting it would bring World Info to %d tokens", n))
 						continue
 					}
 				}

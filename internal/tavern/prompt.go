@@ -253,7 +253,7 @@ type PromptInput struct {
 	// Strategy is the insertion strategy of character and global lore.
 	Strategy int
 	// Sim are the scan's options (settings, chat, names, seed, timed effects, trigger, filters,
-	// scan sources); Budget and Count are set from the fields below.
+	// scan sources); TokenBudget and CountTokens are set from the fields below.
 	Sim SimOptions
 	// MaxContext is the context size in tokens; BudgetPercent its share for World Info (25);
 	// BudgetCap caps the budget in tokens (0: none).
@@ -325,7 +325,7 @@ func BuildPrompt(ctx context.Context, in PromptInput) (*Prompt, error) {
 	out := &Prompt{Entries: entries, Refs: refs, Unplaced: map[int]string{}}
 	if in.MaxContext > 0 {
 		out.Budget = WIBudget(in.BudgetPercent, in.MaxContext, in.BudgetCap)
-		opts.Budget, opts.Count = out.Budget, in.Count
+		opts.TokenBudget, opts.CountTokens = out.Budget, in.Count
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
