@@ -97,6 +97,7 @@ type xrayNote struct {
 // xrayBlock is one block of the result.
 type xrayBlock struct {
 	Index   int      `json:"index"`
+	Count   int      `json:"count,omitempty"` // chat messages run together in this block, from Index on
 	Name    string   `json:"name"`
 	Role    string   `json:"role,omitempty"`
 	Depth   *int     `json:"depth,omitempty"`
@@ -247,6 +248,13 @@ func xrayResult(p *tavern.Prompt, pi tavern.PromptInput, enc string, full []int)
 			xb.Text = &t
 		}
 		out.TotalTokens += xb.Tokens
+		// A run of chat messages with nothing of World Info's is one block: a long chat stays short.
+		if n := len(out.Blocks); n > 0 && b.Name == "message" && !show[i] {
+			if last := &out.Blocks[n-1]; (last.Name == "message" && last.Text == nil) || last.Name == "messages" {
+				last.Name, last.Role, last.Tokens, last.Count = "messages", "", last.Tokens+xb.Tokens, max(last.Count, 1)+1
+				continue
+			}
+		}
 		out.Blocks = append(out.Blocks, xb)
 	}
 	for i, r := range p.Sim.Results {

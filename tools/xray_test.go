@@ -113,6 +113,16 @@ func TestPreviewPromptStored(t *testing.T) {
 	if out["mode"] != "text" {
 		t.Errorf("mode: %v", out["mode"])
 	}
+	// A longer chat: its messages run together in one block, but for one asked for whole.
+	chat := []any{map[string]any{"text": "One.", "user": true}, map[string]any{"text": "Two."}, map[string]any{"text": "Three.", "user": true},
+		map[string]any{"text": "Four."}, map[string]any{"text": "A kraken!", "user": true}}
+	out = e.ok("preview_prompt", jsonArg(t, map[string]any{"roleId": role, "mode": "text", "full": []int{4}, "chat": chat}))
+	if got, want := blockNames(out), "storyString[Kraken Night] chatStart messages message messages"; got != want {
+		t.Errorf("blocks %s, want %s", got, want)
+	}
+	if b := list(out, "blocks")[2].(map[string]any); fmt.Sprint(b["count"]) != "2" || fmt.Sprint(b["index"]) != "2" {
+		t.Errorf("the first run: %v", b)
+	}
 }
 
 // TestPreviewPromptBadArguments: mistakes are tool errors naming the argument.
