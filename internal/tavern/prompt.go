@@ -436,13 +436,23 @@ func BuildPrompt(ctx context.Context, in PromptInput) (*Prompt, error) {
 			var ents []int
 			for _, x := range inj {
 				if x.depth == d && x.role == r {
-					texts = append(texts, strings.TrimSpace(x.text))
+					texts = append(texts, jsTrim(x.text))
 					ents = append(ents, x.entries...)
 				}
 			}
-			if len(texts) > 0 {
-				roleMsgs = append(roleMsgs, msg{role: RoleNames[r], text: strings.Join(texts, "\n"), entries: ents, depth: d})
+			// getExtensionPrompt joins the trimmed prompts; chat completion trims the whole
+			// (populationInjectionPrompts), text completion its start (doChatInject).
+			text := strings.TrimLeftFunc(strings.Join(texts, "\n"), isJSSpace)
+			if !in.Text {
+				text = jsTrim(text)
 			}
+			if text == "" {
+				for _, i := range ents {
+					out.Unplaced[i] = "only white space of it reaches its injection, which is then left out"
+				}
+				continue
+			}
+			roleMsgs = append(roleMsgs, msg{role: RoleNames[r], text: text, entries: ents, depth: d})
 		}
 		if len(roleMsgs) == 0 {
 			continue
@@ -479,7 +489,7 @@ func BuildPrompt(ctx context.Context, in PromptInput) (*Prompt, error) {
 		}
 		add("storyString", "", sb.String(), append(indices(p.Before), indices(p.After)...), -1)
 		for _, e := range exs {
-			add("example", "", "***\n"+strings.TrimSpace(e.text)+"\n", one(e.entry), -1)
+			add("example", "", "***\n"+jsTrim(e.text)+"\n", one(e.entry), -1)
 		}
 		add("chatStart", "", "***", nil, -1)
 		for _, c := range chatMsgs {
@@ -519,7 +529,7 @@ func BuildPrompt(ctx context.Context, in PromptInput) (*Prompt, error) {
 	}
 	add("worldInfoAfter", "system", wiAfter, indices(p.After), -1)
 	for _, e := range exs {
-		add("dialogueExamples", "system", "[Example Chat]\n"+strings.TrimSpace(e.text), one(e.entry), -1)
+		add("dialogueExamples", "system", "[Example Chat]\n"+jsTrim(e.text), one(e.entry), -1)
 	}
 	add("chatHistory", "system", "[Start a new Chat]", nil, -1)
 	for _, c := range chatMsgs {
@@ -553,32 +563,50 @@ func scenarioLine(s string) string {
 // splitExamples is parseMesExamples: blocks that each start with <START> (one is added when the
 // text lacks it), trimmed.
 func splitExamples(s string) []string {
-	if strings.TrimSpace(s) == "" || strings.TrimSpace(s) == "<START>" {
+	if jsTrim(s) == "" || jsTrim(s) == "<START>" {
 		return nil
 	}
-	if !strings.HasPrefix(strings.ToUpper(strings.TrimSpace(s)), "<START>") {
-		s = "<START>\n" + strings.TrimSpace(s)
+	if t := jsTrim(s); len(t) < len("<START>") || !asciiEqualFold(t[:len("<START>")], "<START>") {
+		s = "<START>\n" + jsTrim(s)
 	}
 	parts := splitFold(s, "<START>")
 	var out []string
 	for _, p := range parts[1:] {
-		out = append(out, strings.TrimSpace(p))
+		out = append(out, jsTrim(p))
 	}
 	return out
 }
 
-// splitFold splits s at every case-insensitive sep (/<START>/gi).
+// splitFold splits s at every sep, ASCII letters in any case (/<START>/gi; lower-casing all
+// of s would move byte offsets where it is not valid UTF-8).
 func splitFold(s, sep string) []string {
-	low, ls := strings.ToLower(s), strings.ToLower(sep)
 	var out []string
-	for {
-		i := strings.Index(low, ls)
-		if i < 0 {
-			return append(out, s)
+	start := 0
+	for i := 0; i+len(sep) <= len(s); i++ {
+		if asciiEqualFold(s[i:i+len(sep)], sep) {
+			out = append(out, s[start:i])
+			i += len(sep) - 1
+			start = i + 1
 		}
-		out = append(out, s[:i])
-		s, low = s[i+len(sep):], low[i+len(sep):]
 	}
+	return append(out, s[start:])
+}
+
+// asciiEqualFold compares a and b of one length, ASCII letters in any case.
+func asciiEqualFold(a, b string) bool {
+	for i := 0; i < len(a); i++ {
+		x, y := a[i], b[i]
+		if 'A' <= x && x <= 'Z' {
+			x += 'a' - 'A'
+		}
+		if 'A' <= y && y <= 'Z' {
+			y += 'a' - 'A'
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
 }
 
 func reverse(l []string) []string {

@@ -182,3 +182,42 @@ func blockLabel(b Block, name func(int) string) string {
 	}
 	return s
 }
+
+// FuzzBuildPrompt feeds an entry's extensions (as a file carries them) and a chat message to the
+// prompt X-ray: it never panics, and every admitted entry is in the prompt (an example entry may
+// make several blocks) or said to be unplaced, never both.
+func FuzzBuildPrompt(f *testing.F) {
+	f.Add([]byte(`{"position":4,"depth":1,"role":2}`), "@@activate\nlore {{char}}", "the gate")
+	f.Add([]byte(`{"position":7,"outlet_name":"x","ignore_budget":true}`), "lore", "gate")
+	f.Add([]byte(`{"position":2,"triggers":["normal"],"character_filter":{"isExclude":true,"names":["Ava"],"tags":[1]}}`), "lore", "gate")
+	f.Add([]byte(`{"position":5,"match_scenario":true,"depth":-3,"role":9}`), "<START>\nAva: hi<start>x", "")
+	f.Fuzz(func(t *testing.T, ext []byte, content, msg string) {
+		var m map[string]any
+		if json.Unmarshal(ext, &m) != nil {
+			return
+		}
+		e := Entry{Name: "E", Keywords: []string{"gate"}, Content: content, IsEnabled: true, MatchOptions: &MatchOptions{},
+			Extensions: map[string]any{"extensions": m}}
+		c := Entry{Name: "C", Content: content, IsConstant: true, IsEnabled: true, MatchOptions: &MatchOptions{}, Extensions: map[string]any{"extensions": m}}
+		for _, text := range []bool{false, true} {
+			p, err := BuildPrompt(context.Background(), PromptInput{Books: []Lorebook{{Name: "b", Source: SourceCharacter, Entries: []Entry{e, c}}},
+				MaxContext: 64, BudgetPercent: 25, Count: words, Note: DefaultAuthorsNote(), Text: text, Scenario: "by the gate",
+				Sim: SimOptions{Settings: DefaultSettings(), Chat: []Message{{Text: msg, User: true}}, Macros: Macros{Char: "Ava", User: "Sam"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := map[int]int{}
+			for _, b := range p.Blocks {
+				for _, i := range b.Entries {
+					seen[i]++
+				}
+			}
+			for _, i := range p.Sim.Activated {
+				_, unplaced := p.Unplaced[i]
+				if (seen[i] > 0) == unplaced {
+					t.Fatalf("entry %d: in %d blocks, unplaced %v (%+v)", i, seen[i], unplaced, p.Blocks)
+				}
+			}
+		}
+	})
+}
