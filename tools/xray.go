@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
@@ -173,7 +172,7 @@ func previewPrompt(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if enc == "" {
 		enc = tokens.Encoding
 	}
-	count := seamCounter(ctx, enc)
+	count := ctxCounter(ctx, enc)
 	pi.Count = count
 	if in.RoleID != "" {
 		var err error
@@ -310,28 +309,13 @@ func roleIndex(r string) int {
 	return 0
 }
 
-// seamCounter counts tokens for the budget, which SillyTavern counts over the growing text of a
-// step's entries: a text that extends the last one counted at a line break, with a part that
-// does not start with a space, is counted as the last one plus the new part (cl100k and o200k
-// never merge across such a break), so a step costs the size of its entries once. It counts
-// nothing once ctx is done.
-func seamCounter(ctx context.Context, enc string) func(string) int {
-	var last string
-	var lastN int
+// ctxCounter counts tokens in enc, and nothing once ctx is done (the scan then runs out fast).
+func ctxCounter(ctx context.Context, enc string) func(string) int {
 	return func(s string) int {
 		if ctx.Err() != nil {
 			return 0
 		}
-		if last != "" && strings.HasPrefix(s, last) && strings.HasSuffix(last, "\n") {
-			rest := s[len(last):]
-			if rest == "" || !strings.ContainsAny(rest[:1], " \t\r\n") {
-				n, _ := tokens.CountWith(enc, rest)
-				last, lastN = s, lastN+n
-				return lastN
-			}
-		}
 		n, _ := tokens.CountWith(enc, s)
-		last, lastN = s, n
 		return n
 	}
 }

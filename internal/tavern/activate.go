@@ -388,6 +388,18 @@ func hasString(l []string, s string) bool {
 	return false
 }
 
+// grow appends piece to the step's new content and returns its tokens. SillyTavern counts the
+// whole text again for every entry; a piece that does not start with white space, after text
+// that ends in a line break, is a new pre-token of cl100k_base and o200k_base alike, so its
+// tokens add to the count as they are, and a step counts each entry once.
+func (s *simulator) grow(text string, tokens int, piece string) (string, int) {
+	if text == "" || strings.HasSuffix(text, "\n") && piece != "" && !isJSSpace(rune(piece[0])) && piece[0] < 0x80 {
+		return text + piece, tokens + s.opts.CountTokens(piece)
+	}
+	text += piece
+	return text, s.opts.CountTokens(text)
+}
+
 // cut records that the budget kept the entry out in a step.
 func (s *simEntry) cut(step, budget int, why string) {
 	s.res.Cut = fmt.Sprintf("cut by the World Info budget of %d tokens: %s", budget, why)
@@ -756,7 +768,7 @@ func (s *simulator) run(sorted []*simEntry) int {
 		var forRecursion []*simEntry
 		// The budget (checkWorldInfo after filterByInclusionGroups): entries are admitted in order
 		// until the tokens of the recursion text so far plus the new content reach it.
-		textTokens, newContent, ignores := 0, "", 0
+		textTokens, newContent, newTokens, ignores := 0, "", 0, 0
 		if s.opts.TokenBudget > 0 {
 			textTokens = s.opts.CountTokens(s.activatedText)
 			for _, e := range newEntries {
@@ -785,9 +797,9 @@ func (s *simulator) run(sorted []*simEntry) int {
 			}
 			e.content = s.opts.Macros.Substitute(e.content)
 			if s.opts.TokenBudget > 0 {
-				newContent += e.content + "\n"
+				newContent, newTokens = s.grow(newContent, newTokens, e.content+"\n")
 				if !e.ignoreBudget {
-					if n := textTokens + s.opts.CountTokens(newContent); n >= s.opts.TokenBudget {
+					if n := textTokens + newTokens; n >= s.opts.TokenBudget {
 						s.overflowed = true
 						e.cut(count, s.opts.TokenBudget, fmt.Sprintf("admitting it would bring World Info to %d tokens", n))
 						continue

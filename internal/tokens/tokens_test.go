@@ -99,3 +99,24 @@ func TestCountWith(t *testing.T) {
 		t.Error("an encoding not shipped counted")
 	}
 }
+
+// TestCountAddsAtLineBreaks: text ending in a line break and text starting with a character that
+// is not white space count, joined, as the sum of their counts, in both encodings (the World Info
+// budget counts a step's entries this way, each once).
+func TestCountAddsAtLineBreaks(t *testing.T) {
+	t.Parallel()
+	pieces := []string{"The harbour lights.\n", "'s a ship's bell.\n", "42 ships, 7 wrecks!\n", "\"Quoted,\" she said.\n",
+		"龍が来る。\n", "Ünïcödé façade\n", "x\n\n", "...\n", "end.  \n", "@@note\n", "café\r\n", "tab\there\n"}
+	for _, enc := range Encodings {
+		for _, a := range pieces {
+			for _, b := range pieces {
+				na, _ := CountWith(enc, a)
+				nb, _ := CountWith(enc, b)
+				nab, _ := CountWith(enc, a+b)
+				if na+nb != nab {
+					t.Errorf("%s: %q + %q: %d + %d, joined %d", enc, a, b, na, nb, nab)
+				}
+			}
+		}
+	}
+}
