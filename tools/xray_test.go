@@ -87,7 +87,7 @@ func TestPreviewPromptInline(t *testing.T) {
 	if str(entryOf(t, out, "OnlyOnContinue"), "status") != "placed" || out["tokenizer"] != "o200k_base" {
 		t.Errorf("continue, o200k: %v", out)
 	}
-	if got, want := blockNames(out), "main worldInfoBefore[OnlyOnContinue Lamp Atlas] charDescription scenario chatHistory message injection@0[Deep]"; got != want {
+	if got, want := blockNames(out), "main worldInfoBefore[OnlyOnContinue Lamp Atlas] charDescription scenario chatHistory message injection@0[Deep] continueNudge"; got != want {
 		t.Errorf("blocks\n got %s\nwant %s", got, want)
 	}
 }

@@ -457,7 +457,11 @@ func BuildPrompt(ctx context.Context, in PromptInput) (*Prompt, error) {
 		if len(roleMsgs) == 0 {
 			continue
 		}
-		at := min(d+inserted, len(rev))
+		at := d
+		if in.Text && d == 0 && opts.Trigger == "continue" {
+			at = 1 // doChatInject: a continuation keeps the message it continues last
+		}
+		at = min(at+inserted, len(rev))
 		rev = append(rev[:at], append(roleMsgs, rev[at:]...)...)
 		inserted += len(roleMsgs)
 	}
@@ -507,7 +511,7 @@ func BuildPrompt(ctx context.Context, in PromptInput) (*Prompt, error) {
 			if name != "" {
 				line = name + ": " + c.text
 			}
-			add(chatBlockName(c.depth), c.role, line, c.entries, c.depth)
+			add(chatBlockName(c.depth), c.role, line+"\n", c.entries, c.depth)
 		}
 		return out, nil
 	}
@@ -535,8 +539,33 @@ func BuildPrompt(ctx context.Context, in PromptInput) (*Prompt, error) {
 	for _, c := range chatMsgs {
 		add(chatBlockName(c.depth), c.role, c.text, c.entries, c.depth)
 	}
+	if opts.Trigger == "continue" && len(opts.Chat) > 0 {
+		// populateChatHistory's continue nudge (continue_prefill off), with the message continued
+		// as formatMessageHistoryItem writes it.
+		last := opts.Chat[len(opts.Chat)-1]
+		add("continueNudge", "system", "[Continue the following message. Do not include ANY parts of the original message. Use capitalization and punctuation as if your reply is a part of the original message: "+
+			jsTrim(speaker(last, m)+sub(last.Text))+"]", nil, -1)
+	}
 	add("jailbreak", "system", sub(in.PostHistory), nil, -1)
+	if opts.Trigger == "impersonate" {
+		// The impersonation prompt, a control prompt: always last.
+		add("impersonate", "system", sub("[Write your next reply from the point of view of {{user}}, using the chat history so far as a guideline for the writing style of {{user}}. Don't write as {{char}} or system. Don't describe actions of {{char}}.]"), nil, -1)
+	}
 	return out, nil
+}
+
+// speaker is "Name: " for a chat message: its own name, else the user's or the character's.
+func speaker(c Message, m Macros) string {
+	name := c.Name
+	if name == "" && c.User {
+		name = m.User
+	} else if name == "" {
+		name = m.Char
+	}
+	if name == "" {
+		return ""
+	}
+	return name + ": "
 }
 
 func chatBlockName(depth int) string {
