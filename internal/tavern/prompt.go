@@ -65,14 +65,32 @@ type EntryRef struct {
 }
 
 // SortBooks is getSortedEntries: chat lore, then persona lore, then character and global lore
-// by the strategy, each sorted by order, highest first (a stable sort).
+// by the strategy, each sorted by order, highest first (a stable sort). A book already in the
+// scan by another way is read once (getChatLore, getPersonaLore and getCharacterLore skip it).
 func SortBooks(books []Lorebook, strategy int) ([]Entry, []EntryRef) {
 	type item struct {
 		e   Entry
 		ref EntryRef
 	}
+	in := map[string]map[string]bool{}
+	for _, book := range books {
+		if in[book.Source] == nil {
+			in[book.Source] = map[string]bool{}
+		}
+		in[book.Source][book.Name] = true
+	}
+	// Where else a book of a source must not be for it to be read.
+	skipIf := map[string][]string{SourceChat: {SourceGlobal}, SourcePersona: {SourceChat, SourceGlobal},
+		SourceCharacter: {SourceGlobal, SourceChat, SourcePersona}}
 	by := map[string][]item{}
 	for b, book := range books {
+		dup := false
+		for _, other := range skipIf[book.Source] {
+			dup = dup || (book.Name != "" && in[other][book.Name])
+		}
+		if dup {
+			continue
+		}
 		for i, e := range book.Entries {
 			by[book.Source] = append(by[book.Source], item{e, EntryRef{b, i}})
 		}
