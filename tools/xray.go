@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/tokens"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
@@ -74,6 +77,8 @@ type xrayCard struct {
 	PostHistoryInstructions string   `json:"postHistoryInstructions"`
 	CreatorNotes            string   `json:"creatorNotes"`
 	DepthPrompt             string   `json:"depthPrompt"`
+	DepthPromptDepth        *int     `json:"depthPromptDepth"`
+	DepthPromptRole         string   `json:"depthPromptRole"`
 	Tags                    []string `json:"tags"`
 }
 
@@ -182,6 +187,10 @@ func previewPrompt(ctx context.Context, c *Call) (json.RawMessage, error) {
 	}
 	pi.Description, pi.Personality, pi.Scenario, pi.Examples = card.Description, card.Personality, card.Scenario, card.ExampleDialogue
 	pi.SystemPrompt, pi.PostHistory, pi.DepthPrompt = card.SystemPrompt, card.PostHistoryInstructions, card.DepthPrompt
+	if card.DepthPromptDepth != nil {
+		pi.DepthPromptDepth = *card.DepthPromptDepth
+	}
+	pi.DepthPromptRole = roleIndex(card.DepthPromptRole)
 	for i, b := range books {
 		book, err := xrayLorebook(ctx, c, i, b)
 		if err != nil {
@@ -227,6 +236,16 @@ func xrayResult(p *tavern.Prompt, pi tavern.PromptInput, enc string, full []int)
 		out.Mode = "text"
 	}
 	bookName := func(i int) string { return pi.Books[p.Refs[i].Book].Name }
+	// label names an entry: its name, else its id, else its place in its book.
+	label := func(i int) string {
+		switch e := &p.Entries[i]; {
+		case strings.TrimSpace(e.Name) != "":
+			return e.Name
+		case e.EntryID != "":
+			return "entry " + e.EntryID
+		}
+		return fmt.Sprintf("%s entry #%d", bookName(i), p.Refs[i].Index+1)
+	}
 	blockOf := map[int]int{}
 	show := map[int]bool{}
 	for _, i := range full {
@@ -239,7 +258,7 @@ func xrayResult(p *tavern.Prompt, pi tavern.PromptInput, enc string, full []int)
 			xb.Depth = &d
 		}
 		for _, e := range b.Entries {
-			xb.Entries = append(xb.Entries, p.Entries[e].Name)
+			xb.Entries = append(xb.Entries, label(e))
 			blockOf[e] = i
 		}
 		if show[i] {
@@ -258,7 +277,7 @@ func xrayResult(p *tavern.Prompt, pi tavern.PromptInput, enc string, full []int)
 	}
 	for i, r := range p.Sim.Results {
 		e := &p.Entries[i]
-		xe := xrayEntry{Name: e.Name, Book: bookName(i), Slot: slotName(tavern.EntrySlot(e))}
+		xe := xrayEntry{Name: label(i), Book: bookName(i), Slot: slotName(tavern.EntrySlot(e))}
 		switch {
 		case r.Fired:
 			xe.Tokens = count(tavernContent(e, pi.Sim.Macros))
@@ -337,6 +356,22 @@ func storedCard(ctx context.Context, c *Call, roleID string) (*xrayCard, []taver
 			if f.v != nil {
 				*f.dst = *f.v
 			}
+		}
+	}
+	// The card's depth prompt (character's note), kept aside when the card was imported.
+	kept, found, err := tavernsync.LoadKeptCard(ctx, c.Client, c.Aside, roleID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if found {
+		data, _ := kept["data"].(map[string]any)
+		ext, _ := data["extensions"].(map[string]any)
+		if dp, ok := ext["depth_prompt"].(map[string]any); ok {
+			out.DepthPrompt, _ = dp["prompt"].(string)
+			if n, err := strconv.Atoi(fmt.Sprint(dp["depth"])); err == nil && n >= 0 {
+				out.DepthPromptDepth = &n
+			}
+			out.DepthPromptRole, _ = dp["role"].(string)
 		}
 	}
 	bound, err := c.Client.ListCardWorldbooks(ctx, roleID)

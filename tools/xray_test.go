@@ -145,3 +145,23 @@ func TestPreviewPromptBadArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestPreviewPromptImportedCard: a card imported with a character book and a depth prompt
+// (the character's note): the book is its lore, the note is injected at its depth and role.
+func TestPreviewPromptImportedCard(t *testing.T) {
+	t.Parallel()
+	e, _ := newTavernEnv(t, tavernEnvConfig{})
+	imp := e.ok("import_tavern_card", `{"source":{"json":{"spec":"chara_card_v2","spec_version":"2.0","data":{"name":"Vey",`+
+		`"description":"A pilot.","first_mes":"Hold the lantern lower.","extensions":{"depth_prompt":{"prompt":"Vey never lies.","depth":1,"role":"user"}},`+
+		`"character_book":{"entries":[{"keys":["kraken"],"content":"A kraken.","extensions":{"position":4,"depth":1,"role":1}}]}}}}}`)
+	out := e.ok("preview_prompt", jsonArg(t, map[string]any{"roleId": imp["roleId"], "full": []int{4},
+		"chat": []any{map[string]any{"text": "Hold on.", "user": true}, map[string]any{"text": "The kraken!"}}}))
+	// The entry has no name: it is named by its id.
+	if got := blockNames(out); !strings.HasPrefix(got, "main charDescription chatHistory message injection@1[entry e_") || !strings.HasSuffix(got, "] message") {
+		t.Fatalf("blocks %s", got)
+	}
+	inj := list(out, "blocks")[4].(map[string]any)
+	if str(inj, "role") != "user" || str(inj, "text") != "Vey never lies.\nA kraken." {
+		t.Errorf("the depth prompt, then the entry, in one user message at depth 1: %v", inj)
+	}
+}
