@@ -221,3 +221,29 @@ func FuzzBuildPrompt(f *testing.F) {
 		}
 	})
 }
+
+// TestBudgetCountsPieces: the budget counts an entry's piece alone only where a line break ends
+// the text so far and the piece starts with a character that is not white space; otherwise it
+// counts the whole text again, as SillyTavern does.
+func TestBudgetCountsPieces(t *testing.T) {
+	t.Parallel()
+	var counted []string
+	s := &simulator{opts: SimOptions{CountTokens: func(x string) int { counted = append(counted, x); return len(x) }}}
+	text, n := s.grow("", 0, "one\n")
+	text, n = s.grow(text, n, "two\n")
+	text, n = s.grow(text, n, " three\n")
+	text, n = s.grow(text, n, "龍\n")
+	if want := []string{"one\n", "two\n", "one\ntwo\n three\n", "one\ntwo\n three\n龍\n"}; fmt.Sprint(counted) != fmt.Sprint(want) || n != len(text) {
+		t.Errorf("counted %q (total %d of %d), want %q", counted, n, len(text), want)
+	}
+}
+
+// TestBuildPromptStopsWithContext: a call that ended builds nothing.
+func TestBuildPromptStopsWithContext(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := BuildPrompt(ctx, PromptInput{Count: words}); err == nil {
+		t.Error("a cancelled context built a prompt")
+	}
+}
