@@ -322,7 +322,8 @@ func testWorldbookTriggers(ctx context.Context, c *Call) (json.RawMessage, error
 		settings.ScanDepth = *in.ScanDepth
 	}
 	in.Settings.apply(&settings)
-	opts := tavern.SimOptions{Settings: settings, Chat: in.Chat, Macros: tavern.Macros{Char: in.CharName, User: in.UserName}, Seed: in.Seed}
+	opts := tavern.SimOptions{Settings: settings, Chat: in.Chat, Macros: tavern.Macros{Char: in.CharName, User: in.UserName}, Seed: in.Seed,
+		Character: tavern.FilterTarget{File: in.CharName}}
 	if in.Text != nil {
 		opts.Chat = []tavern.Message{{Text: *in.Text}}
 	}

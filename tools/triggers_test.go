@@ -160,3 +160,20 @@ func TestTriggersBadArguments(t *testing.T) {
 		}
 	}
 }
+
+// TestTriggersCharacterFilter: an entry's character filter applies to charName; without one it
+// is not applied, and the reason says so.
+func TestTriggersCharacterFilter(t *testing.T) {
+	t.Parallel()
+	e, _ := newTavernEnv(t, tavernEnvConfig{})
+	mo := map[string]any{"caseSensitive": false, "matchWholeWords": false, "selectiveLogic": 0}
+	entries := []any{map[string]any{"name": "Hers", "keywords": []string{"gate"}, "matchOptions": mo, "sillyTavern": map[string]any{"characterFilter": map[string]any{"names": []string{"Mira"}}}}}
+	out := e.ok("test_worldbook_triggers", jsonArg(t, map[string]any{"entries": entries, "text": "the gate"}))
+	if r := resultOf(t, out, "Hers"); !slices.Contains(firedNames(out, "fired"), "Hers") || !strings.Contains(str(r, "reason"), "not applied") {
+		t.Errorf("no charName: %v", r)
+	}
+	out = e.ok("test_worldbook_triggers", jsonArg(t, map[string]any{"entries": entries, "text": "the gate", "charName": "Kai"}))
+	if r := resultOf(t, out, "Hers"); slices.Contains(firedNames(out, "fired"), "Hers") || !strings.Contains(str(r, "reason"), "filtered out") {
+		t.Errorf("charName Kai: %v", r)
+	}
+}

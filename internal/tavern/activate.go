@@ -121,7 +121,7 @@ type SimOptions struct {
 }
 
 // FilterTarget is what an entry's characterFilter is tested on: getCharaFilename and the
-// character's tags.
+// character's tags. Its zero value is no character: filters are then not applied.
 type FilterTarget struct {
 	// File is the character's file name without extension (SillyTavern's getCharaFilename).
 	File string
@@ -324,13 +324,11 @@ type charFilter struct {
 	names, tags []string
 }
 
-// readCharFilter reads characterFilter ({isExclude, names, tags}); nil when absent.
+// readCharFilter reads characterFilter ({isExclude, names, tags}); nil when absent or when it
+// names no character and no tag (checkWorldInfo tests only non-empty lists).
 func readCharFilter(v any) *charFilter {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil
-	}
-	if _, ok := m["isExclude"]; !ok && m["names"] == nil && m["tags"] == nil {
 		return nil
 	}
 	f := &charFilter{exclude: truthy(m["isExclude"])}
@@ -345,6 +343,9 @@ func readCharFilter(v any) *charFilter {
 				}
 			}
 		}
+	}
+	if len(f.names) == 0 && len(f.tags) == 0 {
+		return nil
 	}
 	return f
 }
@@ -865,9 +866,16 @@ func (s *simulator) consider(e *simEntry, state, step int, level float64) bool {
 	case len(e.triggers) > 0 && !hasString(e.triggers, s.opts.Trigger):
 		e.say(step, fmt.Sprintf("its triggers %s do not include the generation type %q", quoteList(e.triggers), s.opts.Trigger))
 		return false
-	case e.filter.filtered(s.opts.Character) != "":
-		e.say(step, e.filter.filtered(s.opts.Character))
-		return false
+	}
+	if e.filter != nil {
+		if s.opts.Character.File == "" && s.opts.Character.Tags == nil {
+			e.note("its character filter is not applied: no character was named")
+		} else if why := e.filter.filtered(s.opts.Character); why != "" {
+			e.say(step, why)
+			return false
+		}
+	}
+	switch {
 	case s.isDelay[e.idx]:
 		e.say(step, fmt.Sprintf("delayed: delay %s waits until the chat has %s messages (it has %s)", fnum(e.delay), fnum(e.delay), fnum(s.chatLen)))
 		return false
