@@ -168,6 +168,9 @@ func previewPrompt(ctx context.Context, c *Call) (json.RawMessage, error) {
 		pi.MaxContext = 8192
 	}
 	if in.BudgetPercent != nil {
+		if *in.BudgetPercent <= 0 || *in.BudgetPercent > 100 {
+			return nil, badTriggerArgs("budgetPercent is World Info's share of the context: more than 0, at most 100.", "budgetPercent")
+		}
 		pi.BudgetPercent = *in.BudgetPercent
 	}
 	if in.Strategy != "" {
@@ -177,8 +180,7 @@ func previewPrompt(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if enc == "" {
 		enc = tokens.Encoding
 	}
-	count := ctxCounter(ctx, enc)
-	pi.Count = count
+	pi.Count = ctxCounter(ctx, enc)
 	if in.RoleID != "" {
 		var err error
 		if card, pi.Books, err = storedCard(ctx, c, in.RoleID); err != nil {

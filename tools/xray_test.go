@@ -138,6 +138,7 @@ func TestPreviewPromptBadArguments(t *testing.T) {
 		{map[string]any{"card": map[string]any{}, "books": []any{map[string]any{}}}, "books[0] needs worldbookId or entries"},
 		{map[string]any{"card": map[string]any{}, "books": []any{map[string]any{"entries": []any{map[string]any{"keywords": []string{"x"}, "sillyTavern": map[string]any{"position": 9}}}}}}, "sillyTavern.position"},
 		{map[string]any{"card": map[string]any{}, "chat": []any{map[string]any{"txt": "x"}}}, "chat"},
+		{map[string]any{"card": map[string]any{}, "budgetPercent": 0}, "budgetPercent"},
 	} {
 		env, msg := e.fail("preview_prompt", jsonArg(t, bad.args))
 		if env["error"] != "invalid_arguments" || !strings.Contains(msg+" "+jsonArg(t, env["detail"]), bad.want) {
