@@ -113,39 +113,19 @@ var authorizeLine = regexp.MustCompile(`^\s+(http://\S+/oauth/authorize\?\S+)$`)
 // prints. It returns stdout and stderr.
 func loginWithBinary(t *testing.T, sb *oauthSandbox, dir string, sec *secrets, extra ...string) (string, string) {
 	t.Helper()
-	cmd := exec.Command(binPath, append([]string{"login", "--api-host", sb.URL, "--no-browser", "--timeout", "60s",
-		"--log-level", "debug", "--log-format", "json"}, extra...)...)
-	cmd.Env = cleanEnv("CARDWRITER_CONFIG_DIR=" + dir)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var stderr authtest.LogBuffer
 	browserDone := make(chan error, 1)
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		started := false
-		for sc.Scan() {
-			stderr.Write([]byte(sc.Text() + "\n"))
-			m := authorizeLine.FindStringSubmatch(sc.Text())
-			if m == nil || started {
-				continue
-			}
-			started = true
-			go func() { browserDone <- playBrowser(m[1], sec) }()
+	stdin, wait := startLogin(t, sb, dir, func(line string) bool {
+		m := authorizeLine.FindStringSubmatch(line)
+		if m == nil {
+			return false
 		}
-	}()
-	err := cmd.Wait()
-	pw.Close()
-	<-scanned
+		go func() { browserDone <- playBrowser(m[1], sec) }()
+		return true
+	}, append([]string{"--no-browser", "--log-level", "debug", "--log-format", "json"}, extra...)...)
+	stdin.Close() // nothing is pasted: the browser reaches the loopback address
+	stdout, stderr, err := wait()
 	if err != nil {
-		t.Fatalf("login: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		t.Fatalf("login: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	select {
 	case err := <-browserDone:
@@ -153,9 +133,9 @@ func loginWithBinary(t *testing.T, sb *oauthSandbox, dir string, sec *secrets, e
 			t.Fatalf("browser: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("the browser never finished; stderr:\n%s", stderr.String())
+		t.Fatalf("the browser never finished; stderr:\n%s", stderr)
 	}
-	return stdout.String(), stderr.String()
+	return stdout, stderr
 }
 
 // playBrowser signs in as the demo user, allows access, and delivers the answer to the
