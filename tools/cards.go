@@ -15,6 +15,7 @@ func cardTools() []Tool {
 			Title:       "Get a card",
 			Description: "Get one card's full detail by roleId. prologue lines are for the PLAYER to say, never sent as the character. Use it before changing a card, or to check a write.",
 			Operation:   "getCard",
+			Handler:     versioned(cardVersion),
 			Preview:     previewOfCard,
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {

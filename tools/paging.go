@@ -14,6 +14,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/page"
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 	"github.com/cardwriter/cardwriter-mcp/internal/tokens"
+	"github.com/cardwriter/cardwriter-mcp/internal/undo"
 )
 
 // Paging: the service returns whole lists; the list tools return them a page at a time, each
@@ -223,7 +224,7 @@ func entryShapes(args pageArgs, entries []any) ([]listItem, error) {
 		}
 		show := v
 		if args.Detail != "full" {
-			b := map[string]any{"entryId": id, "name": e["name"], "keywords": e["keywords"]}
+			b := map[string]any{"entryId": id, "name": e["name"], "keywords": e["keywords"], "version": undo.EntryVersion(e)}
 			if c := str(e, "content"); c != "" {
 				b["content"] = cut(c, briefContent)
 			}
@@ -231,12 +232,15 @@ func entryShapes(args pageArgs, entries []any) ([]listItem, error) {
 				b["score"] = score
 			}
 			show = b
-		} else if score > 0 {
-			full := make(map[string]any, len(e)+1)
+		} else {
+			full := make(map[string]any, len(e)+2)
 			for k, v := range e {
 				full[k] = v
 			}
-			full["score"] = score
+			full["version"] = undo.EntryVersion(e)
+			if score > 0 {
+				full["score"] = score
+			}
 			show = full
 		}
 		items = append(items, listItem{Item: page.Item{Order: order, Version: version}, show: show})

@@ -281,15 +281,22 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
 		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports}
-	if d.revs != nil && (t.Revise != nil || t.Toolset == ToolsetRevisions) {
-		call.revs = &reviser{d: d, client: clientName(ctx)}
+	if t.Revise != nil || t.Toolset == ToolsetRevisions {
+		call.revs = newRun(ctx, t, d)
 	}
 	data, err := handle(ctx, call)
 	var ask *needInput
+	var dry *dryRun
 	var decodeErr *upstream.UnreadableError
 	switch {
 	case errors.As(err, &ask):
 		return ask.result, codeInputRequired, nil
+	case errors.As(err, &dry):
+		res, err := dryRunResult(t, dry.change)
+		if err != nil {
+			return fail(err)
+		}
+		return res, "ok", nil
 	case errors.As(err, &decodeErr):
 		return fail(t.unreadable(nil, body, decodeErr))
 	case err != nil:
@@ -305,7 +312,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 		}
 	}
 	summary := t.Summary(out)
-	if call.revs != nil && len(call.revs.kept) > 0 {
+	if call.revs != nil && len(call.revs.Kept) > 0 {
 		if summary, data, err = call.addRevision(out, summary); err != nil {
 			return fail(err)
 		}

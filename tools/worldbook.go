@@ -43,6 +43,7 @@ func worldbookTools() []Tool {
 			Title:       "Get a worldbook",
 			Description: "Get one worldbook's metadata; its entries are list_worldbook_entries'.",
 			Operation:   "getWorldbook",
+			Handler:     versioned(worldbookVersion),
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Worldbook %s %s (%s): %s, bound to %s.", str(out, "worldbookId"), quoted(str(out, "name")),
@@ -94,6 +95,7 @@ func worldbookTools() []Tool {
 			// Destructive (delete ops, replaced fields); not idempotent (create ops add entries each time).
 			Annotations: hints(false, true, false, true),
 			Revise:      reviseWorldbook,
+			Guard:       true,
 			Summary: func(out map[string]any) string {
 				created := stringsOf(list(out, "createdEntryIds"))
 				s := fmt.Sprintf("Worldbook written: %s created", phrase.Count(int64(len(created)), "entry", "entries"))
