@@ -14,11 +14,15 @@ import (
 
 // A version names the state of an object as the revision pre-read sees it: the first
 // versionDigest bytes of a SHA-256 over the canonical JSON (RFC 8785) of each of its parts, in a
-// fixed order, then one byte of each part's own SHA-256, so that a refused write can name the
-// parts that changed; base64url without padding. The same state gives the same version on every
+// fixed order, then the first partDigest bytes of each part's own SHA-256, so that a refused
+// write can name the parts that changed (one byte each named the wrong ones once in 256);
+// base64url without padding. The same state gives the same version on every
 // replica and after a restart. A worldbook entry's version has no part bytes: only its id is
 // named when it changed.
-const versionDigest = 6
+const (
+	versionDigest = 6
+	partDigest    = 2
+)
 
 // Absent is the version of a trial card that does not exist.
 const Absent = "none"
@@ -26,15 +30,15 @@ const Absent = "none"
 // version returns the version of parts (canonical JSON each); withParts adds the byte of each.
 func version(parts [][]byte, withParts bool) string {
 	h := sha256.New()
-	out := make([]byte, versionDigest, versionDigest+len(parts))
+	out := make([]byte, versionDigest, versionDigest+partDigest*len(parts))
 	for _, p := range parts {
 		sum := sha256.Sum256(p)
 		h.Write(sum[:])
 		if withParts {
-			out = append(out, sum[0])
+			out = append(out, sum[:partDigest]...)
 		}
 	}
-	copy(out, h.Sum(nil))
+	copy(out[:versionDigest], h.Sum(nil))
 	return base64.RawURLEncoding.EncodeToString(out)
 }
 
@@ -146,7 +150,7 @@ func TrialVersion(t *Trial) string {
 // unknown).
 func changedParts(then, now string, names []string) (changed []string, ok bool) {
 	a, err := base64.RawURLEncoding.DecodeString(then)
-	if err != nil || len(a) != versionDigest+len(names) {
+	if err != nil || len(a) != versionDigest+partDigest*len(names) {
 		return nil, false
 	}
 	b, _ := base64.RawURLEncoding.DecodeString(now)
@@ -154,7 +158,8 @@ func changedParts(then, now string, names []string) (changed []string, ok bool) 
 		return nil, true
 	}
 	for i, n := range names {
-		if a[versionDigest+i] != b[versionDigest+i] {
+		at := versionDigest + partDigest*i
+		if !bytes.Equal(a[at:at+partDigest], b[at:at+partDigest]) {
 			changed = append(changed, n)
 		}
 	}
