@@ -118,7 +118,7 @@ const WRITES = [
   ['set_card_visibility', 'card', (o) => ({ roleId: o.roleId, visibility: 'private' })],
   ['write_worldbook_document', 'worldbook', (o, entries) => ({ worldbookId: o.worldbookId, metadata: { name: 'Renamed', tags: ['x'] },
     entries: [{ op: 'delete', entryId: entries[0].entryId }, { op: 'delete', entryId: entries[1].entryId },
-      { op: 'update', entryId: entries[2].entryId, content: '', keywords: ['nothing'] },
+      { op: 'update', entryId: entries[2].entryId, content: '', keywords: ['nothing'], isEnabled: false },
       { op: 'create', name: 'New', content: 'New lore.', keywords: ['new'] }] })],
   ['import_tavern_worldbook', 'worldbook', (o) => ({ source: { dataBase64: ELDORIA }, worldbookId: o.worldbookId })],
   ['import_tavern_card', 'card', () => ({ source: { dataBase64: SERAPHINA } })],
