@@ -82,13 +82,58 @@ func (c *Call) guard() (undo.Guard, error) {
 
 // dryRun is the "error" of a write that was a dry run: its change goes back as the result, and
 // nothing is sent.
-type dryRun struct{ change *undo.Change }
+type dryRun struct {
+	change *undo.Change
+	fill   map[string]any // the write's own result fields, saying nothing was applied
+}
 
 func (d *dryRun) Error() string { return "a dry run: nothing was sent" }
 
-// dryRunResult is the result of a dry run: dryRun true and the change (diff_revision's shape).
-func dryRunResult(t *Tool, ch *undo.Change) (*mcp.CallToolResult, error) {
-	out := map[string]any{"dryRun": true, "change": ch}
+// nothingApplied returns the fields of a write's own result that a dry run gives, saying that
+// nothing was applied: the object's path parameters, ok false, no entries written
+// (dryRunFields names them).
+func (t *Tool) nothingApplied(params map[string]string) map[string]any {
+	out := map[string]any{}
+	for _, p := range t.op.Params {
+		if v, ok := params[p.Name]; ok && p.In == "path" {
+			out[p.Name] = v
+		}
+	}
+	if t.op.Ack {
+		out["ok"] = false
+	}
+	if t.Operation == "writeWorldbookDocument" {
+		out["createdEntryIds"], out["updatedCount"], out["deletedCount"], out["bound"] = []any{}, 0, 0, false
+	}
+	return out
+}
+
+// restoreNothing is what restore_revision's dry run gives of its own result: nothing restored.
+func restoreNothing(revisionID string, ch *undo.Change) map[string]any {
+	return map[string]any{"revisionId": revisionID, "kind": ch.Kind, "objectId": ch.ObjectID, "restored": []any{}, "notRestored": []any{}}
+}
+
+// dryRunFields names the fields of the tool's own result its dry run gives (nothingApplied,
+// restoreNothing): a result schema requiring no other needs no second form.
+func (t *Tool) dryRunFields() []string {
+	if t.Operation == "" {
+		return slices.Collect(maps.Keys(restoreNothing("", &undo.Change{})))
+	}
+	params := map[string]string{}
+	for _, p := range t.op.Params {
+		params[p.Name] = "x"
+	}
+	return slices.Collect(maps.Keys(t.nothingApplied(params)))
+}
+
+// dryRunResult is the result of a dry run: the write's own result saying nothing was applied,
+// dryRun true and the change (diff_revision's shape).
+func dryRunResult(t *Tool, dry *dryRun) (*mcp.CallToolResult, error) {
+	out := maps.Clone(dry.fill)
+	if out == nil {
+		out = map[string]any{}
+	}
+	out["dryRun"], out["change"] = true, dry.change
 	data, err := json.Marshal(out)
 	if err != nil {
 		return nil, fmt.Errorf("encode the dry run: %w", err)
@@ -131,7 +176,7 @@ func (c *Call) beforeWrite(ctx context.Context) error {
 	case err != nil:
 		return err
 	case ch != nil:
-		return &dryRun{change: ch}
+		return &dryRun{change: ch, fill: c.Tool.nothingApplied(c.Params)}
 	}
 	return nil
 }

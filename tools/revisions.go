@@ -196,7 +196,7 @@ func restoreRevision(ctx context.Context, c *Call) (json.RawMessage, error) {
 	case err != nil:
 		return nil, err
 	case ch != nil:
-		return nil, &dryRun{change: ch}
+		return nil, &dryRun{change: ch, fill: restoreNothing(rev.ID, ch)}
 	}
 	return json.Marshal(out)
 }

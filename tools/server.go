@@ -112,6 +112,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		if opts.Revisions == nil || opts.Revisions.Retention().Enabled() {
 			instructions += " " + revisionsInstruction
 		}
+		instructions += " " + versionsInstruction
 		if opts.Dynamic {
 			instructions += " Only the cards toolset is loaded at first: call list_toolsets, then enable_toolset with the toolset the task needs (authoring, worldbook, trial, tavern, revisions)."
 		} else if len(selected) < len(All()) {
@@ -193,6 +194,10 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 
 // revisionsInstruction tells the model that writes can be undone (when revisions are kept).
 const revisionsInstruction = "Every write that replaces or deletes content first keeps a revision: restore_revision undoes it."
+
+// versionsInstruction says, once for every write, what ifVersion and dryRun do (their schemas do
+// not: tools/list's token budget).
+const versionsInstruction = "Reads give a version (each worldbook entry its own): a write's ifVersion refuses it (stale_write) if that changed since; dryRun: true shows the change and sends nothing."
 
 // deps is what every tool handler is given besides its call.
 type deps struct {
@@ -292,7 +297,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	case errors.As(err, &ask):
 		return ask.result, codeInputRequired, nil
 	case errors.As(err, &dry):
-		res, err := dryRunResult(t, dry.change)
+		res, err := dryRunResult(t, dry)
 		if err != nil {
 			return fail(err)
 		}

@@ -287,7 +287,9 @@ func (t *Tool) extend(in, out map[string]any) (map[string]any, map[string]any, e
 }
 
 // withRevision returns the output schema of a write that keeps revisions: out with an optional
-// revision object (schema/tools.json $defs/RevisionKept).
+// revision object (schema/tools.json $defs/RevisionKept). It declares revisionId only: alsoKept,
+// dropped and notKept, there when they apply, are left undeclared (every write's schema holds
+// this object, tools/list has a token budget, and the text says them too).
 func withRevision(out map[string]any) (map[string]any, error) {
 	def, err := schema.ToolDef("RevisionKept")
 	if err != nil {
@@ -306,8 +308,8 @@ func withRevision(out map[string]any) (map[string]any, error) {
 
 // withGuard returns the schemas of a write that takes ifVersion and dryRun (schema/tools.json
 // $defs/WriteGuard; write_worldbook_document's entry ops take an ifVersion of their own): the
-// input with them (kept by the server, never sent), the output that is either the write's
-// result or a dry run's ($defs/DryRun).
+// input with them (kept by the server, never sent), the output with a dry run's fields
+// ($defs/DryRun).
 func (t *Tool) withGuard(in, out map[string]any) (map[string]any, map[string]any, error) {
 	guard, err := schema.ToolDef("WriteGuard")
 	if err != nil {
@@ -344,7 +346,11 @@ func (t *Tool) withGuard(in, out map[string]any) (map[string]any, map[string]any
 	outProps := maps.Clone(out["properties"].(map[string]any))
 	maps.Copy(outProps, dry["properties"].(map[string]any))
 	out["properties"] = outProps
-	if req, ok := out["required"]; ok {
+	// A dry run gives the write's own result, saying nothing was applied, where it can
+	// (dryRunFields); otherwise the result is either form.
+	req, _ := out["required"].([]any)
+	given := t.dryRunFields()
+	if slices.ContainsFunc(req, func(r any) bool { s, _ := r.(string); return !slices.Contains(given, s) }) {
 		delete(out, "required")
 		out["anyOf"] = []any{map[string]any{"required": req}, map[string]any{"required": dry["required"]}}
 	}
