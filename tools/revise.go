@@ -16,7 +16,6 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
 	"github.com/cardwriter/cardwriter-mcp/internal/undo"
-	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // Revisions (issue 23): before a write that replaces or deletes an author's content goes out,
@@ -317,22 +316,6 @@ func reviseDeleteTrial(ctx context.Context, c *Call, g undo.Guard) (*undo.Change
 // over an existing card, worldbook or trial card.
 func reviseByUseCase(context.Context, *Call, undo.Guard) (*undo.Change, error) { return nil, nil }
 
-// versioned is the handler of a read of one card, worldbook or trial card: the operation's answer
-// with the object's version (undo) added, the version a write's ifVersion names.
-func versioned(of func(data json.RawMessage) (string, error)) HandlerFunc {
-	return func(ctx context.Context, c *Call) (json.RawMessage, error) {
-		data, err := generic(ctx, c)
-		if err != nil {
-			return nil, err
-		}
-		v, err := of(data)
-		if err != nil {
-			return data, nil // not the object: readResult reports it
-		}
-		return withMember(data, "version", v), nil
-	}
-}
-
 // withMember returns the JSON object data with the string member key: v added first; data as
 // it is when it is no object.
 func withMember(data json.RawMessage, key, v string) json.RawMessage {
@@ -349,21 +332,3 @@ func withMember(data json.RawMessage, key, v string) json.RawMessage {
 	}
 	return append(out, rest...)
 }
-
-// The versions of the reads.
-var (
-	cardVersion = func(data json.RawMessage) (string, error) {
-		card, err := undo.ParseCard(data)
-		return card.Version(), err
-	}
-	worldbookVersion = func(data json.RawMessage) (string, error) {
-		var wb upstream.Worldbook
-		err := json.Unmarshal(data, &wb)
-		return undo.MetaVersion(wb.Name, wb.Description, wb.Tags, wb.BoundRoleIDs), err
-	}
-	trialVersion = func(data json.RawMessage) (string, error) {
-		var t undo.Trial
-		err := json.Unmarshal(data, &t)
-		return undo.TrialVersion(&t), err
-	}
-)

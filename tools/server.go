@@ -311,6 +311,10 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if err != nil {
 		return fail(err)
 	}
+	if t.Version != nil {
+		v := t.Version(out)
+		out["version"], data = v, withMember(data, "version", v)
+	}
 	if t.Cut != "" {
 		if data, err = cutList(out, t.Cut, data, d.budget/2); err != nil {
 			return fail(err)

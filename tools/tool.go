@@ -63,6 +63,9 @@ type Tool struct {
 	// will replace and keeps it as a revision (Call.keep), right before the write goes out
 	// (Call.beforeWrite); its result then names the revision (revise.go). Nil for other tools.
 	Revise HandlerRevise
+	// Version, for a read of one card, worldbook or trial card, returns the version of the
+	// object its result shows (undo): added to the result as version, the ifVersion of a write.
+	Version func(out map[string]any) string
 	// Guard gives a write the arguments ifVersion and dryRun (schema/tools.json
 	// $defs/WriteGuard): Revise checks the one and answers the other.
 	Guard bool

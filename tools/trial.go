@@ -33,7 +33,7 @@ func trialTools() []Tool {
 			Title:       "Get a trial card",
 			Description: "Get one trial card's summary. An expired or unknown key gives trial_not_found; upsert it again to bring it back.",
 			Operation:   "getTrialCard",
-			Handler:     versioned(trialVersion),
+			Version:     undo.TrialVersionOf,
 			Annotations: readHints(),
 			Summary:     summarizeTrial,
 		},

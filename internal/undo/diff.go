@@ -80,11 +80,11 @@ func changedFields(a, b map[string]json.RawMessage) []string {
 // equal entries.
 func entryKey(e map[string]json.RawMessage) string {
 	comparisons.Add(1)
-	m := make(map[string]any, len(EntryFields))
+	var buf []byte
 	for _, f := range EntryFields {
-		m[f] = decodeRaw(e[f])
+		buf = append(appendCanonical(buf, decodeRaw(e[f])), 0) // canonical JSON holds no NUL
 	}
-	return string(canonical(m))
+	return string(buf)
 }
 
 func entryBrief(e map[string]json.RawMessage) map[string]any {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"unicode/utf8"
 )
 
 func entry(id, name, content string, enabled bool) map[string]json.RawMessage {
@@ -106,10 +107,29 @@ func TestVersions(t *testing.T) {
 	if got, ok := changedParts(a.Version(), a.Version(), cardParts); !ok || got != nil {
 		t.Errorf("same version: %v %v", got, ok)
 	}
-	for _, bad := range []string{"", "x", "!!!!", MetaVersion("n", "", nil, nil)} {
+	for _, bad := range []string{"", "x", "!!!!", MetaVersion(map[string]any{"name": "n"})} {
 		if _, ok := changedParts(bad, a.Version(), cardParts); ok {
 			t.Errorf("%q taken for a card's version", bad)
 		}
+	}
+	// A read's version (of the result as the tools decode it) is the pre-read's (of the
+	// snapshot), for each kind.
+	raw := json.RawMessage(`{"roleId":"r","roleName":"Mira <&> \u2028","tags":["a"],"roleWelcome":"Hi.\n","sections":{"scenario":"Port."}}`)
+	card, _ := ParseCard(raw)
+	if decoded := decodeRaw(raw).(map[string]any); CardVersion(decoded) != card.Version() {
+		t.Errorf("card: read %s, pre-read %s", CardVersion(decoded), card.Version())
+	}
+	wb := WorldbookState{Name: "Lore", Description: "", Tags: nil, BoundRoleIDs: []string{"r_1"}}
+	if got := MetaVersion(decodeRaw(json.RawMessage(`{"name":"Lore","description":"","boundRoleIds":["r_1"],"entryCount":3}`)).(map[string]any)); got != wb.MetaVersion() {
+		t.Errorf("worldbook: read %s, pre-read %s", got, wb.MetaVersion())
+	}
+	trialRaw := json.RawMessage(`{"clientKey":"k","sections":{"roleName":"ab12","sections":"cd34"},"worldbook":{"entries":3}}`)
+	var trial Trial
+	if err := json.Unmarshal(trialRaw, &trial); err != nil {
+		t.Fatal(err)
+	}
+	if got := TrialVersionOf(decodeRaw(trialRaw).(map[string]any)); got != TrialVersion(&trial) {
+		t.Errorf("trial: read %s, pre-read %s", got, TrialVersion(&trial))
 	}
 	e1 := map[string]any{"name": "A", "content": "x", "priority": json.Number("10"), "entryId": "e1", "lastUpdateTime": "then"}
 	e2 := map[string]json.RawMessage{"name": mustJSON("A"), "content": mustJSON("x"), "priority": json.RawMessage("10"), "entryId": mustJSON("e1")}
@@ -126,7 +146,27 @@ func FuzzChangedParts(f *testing.F) {
 	f.Add("AAAA")
 	f.Fuzz(func(t *testing.T, v string) {
 		changedParts(v, card.Version(), cardParts)
-		changedParts(v, MetaVersion("a", "b", nil, nil), metaParts)
+		changedParts(v, MetaVersion(map[string]any{"name": "a", "description": "b"}), metaParts)
 		validEntryVersion(v)
+	})
+}
+
+// FuzzCanonical: the canonical JSON of any text is JSON that decodes back to that text.
+func FuzzCanonical(f *testing.F) {
+	for _, s := range []string{"", "plain", "quote \" and \\ backslash", "\x00\x1f\n\t\u2028<&>", "émoji 🐉"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		data := appendCanonical(nil, []any{s, map[string]any{s: s}})
+		var back []any
+		if err := json.Unmarshal(data, &back); err != nil {
+			t.Fatalf("%q: %s is no JSON: %v", s, data, err)
+		}
+		if back[0] != s || back[1].(map[string]any)[s] != s {
+			t.Fatalf("%q came back as %v", s, back)
+		}
 	})
 }

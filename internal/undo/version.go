@@ -6,10 +6,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
+	"github.com/cardwriter/cardwriter-mcp/schema"
 )
 
 // A version names the state of an object as the revision pre-read sees it: the first
@@ -27,12 +29,15 @@ const (
 // Absent is the version of a trial card that does not exist.
 const Absent = "none"
 
-// version returns the version of parts (canonical JSON each); withParts adds the byte of each.
-func version(parts [][]byte, withParts bool) string {
+// version returns the version of parts (decoded JSON values); withParts adds each part's
+// digest. One buffer encodes every part.
+func version(parts []any, withParts bool) string {
 	h := sha256.New()
 	out := make([]byte, versionDigest, versionDigest+partDigest*len(parts))
+	var buf []byte
 	for _, p := range parts {
-		sum := sha256.Sum256(p)
+		buf = appendCanonical(buf[:0], p)
+		sum := sha256.Sum256(buf)
 		h.Write(sum[:])
 		if withParts {
 			out = append(out, sum[:partDigest]...)
@@ -42,32 +47,116 @@ func version(parts [][]byte, withParts bool) string {
 	return base64.RawURLEncoding.EncodeToString(out)
 }
 
-// canonical returns the canonical JSON of a decoded JSON value (numbers as json.Number).
-func canonical(v any) []byte {
+// appendCanonical appends the canonical JSON (RFC 8785: sorted keys, no whitespace, strings
+// escaped only where they must be) of a decoded JSON value: nil, bool, string, json.Number (as
+// written), []any, []string, map[string]any, map[string]string; any other value through
+// encoding/json.
+func appendCanonical(dst []byte, v any) []byte {
+	switch x := v.(type) {
+	case nil:
+		return append(dst, "null"...)
+	case bool:
+		return strconv.AppendBool(dst, x)
+	case string:
+		return appendString(dst, x)
+	case json.Number:
+		return append(dst, x...)
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendCanonical(dst, e)
+		}
+		return append(dst, ']')
+	case []string:
+		dst = append(dst, '[')
+		for i, e := range x {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(dst, e)
+		}
+		return append(dst, ']')
+	case map[string]any:
+		dst = append(dst, '{')
+		for i, k := range slices.Sorted(maps.Keys(x)) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(appendString(dst, k), ':')
+			dst = appendCanonical(dst, x[k])
+		}
+		return append(dst, '}')
+	case map[string]string:
+		dst = append(dst, '{')
+		for i, k := range slices.Sorted(maps.Keys(x)) {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendString(append(appendString(dst, k), ':'), x[k])
+		}
+		return append(dst, '}')
+	}
 	data, err := jsontext.Canonical(v)
 	if err != nil {
-		return []byte("null") // decoded JSON always encodes; never a version of nothing
+		return append(dst, "null"...) // decoded JSON always encodes
 	}
-	return data
+	return append(dst, data...)
 }
 
-// decodeRaw decodes a JSON value keeping its numbers as written; nil for none or bad JSON.
+// appendString appends s as a JSON string: ", \ and control characters escaped, nothing else.
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[start:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		start = i + 1
+	}
+	return append(append(dst, s[start:]...), '"')
+}
+
+// decodeRaw decodes a JSON value as the tools decode the service's answers (schema.DecodeJSON:
+// numbers as written); nil for none or bad JSON.
 func decodeRaw(raw json.RawMessage) any {
 	if len(raw) == 0 {
 		return nil
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
+	v, err := schema.DecodeJSON(raw)
+	if err != nil {
 		return nil
 	}
 	return v
 }
 
+// versionedFields are the card fields of a card's version, in order; its sections follow.
+var versionedFields = slices.Concat(OpeningFields, ProfileFields, []string{visibilityField})
+
 // cardParts are the parts of a card's version, in order: its fields, then its sections.
 var cardParts = func() []string {
-	parts := slices.Concat(OpeningFields, ProfileFields, []string{visibilityField})
+	parts := slices.Clone(versionedFields)
 	for _, s := range SectionNames {
 		parts = append(parts, "sections."+s)
 	}
@@ -76,12 +165,30 @@ var cardParts = func() []string {
 
 // Version returns the card's version.
 func (c Card) Version() string {
-	parts := make([][]byte, 0, len(cardParts))
-	for _, f := range slices.Concat(OpeningFields, ProfileFields, []string{visibilityField}) {
-		parts = append(parts, canonical(decodeRaw(c.Fields[f])))
+	fields := make(map[string]any, len(versionedFields))
+	for _, f := range versionedFields {
+		fields[f] = decodeRaw(c.Fields[f])
+	}
+	sections := make(map[string]any, len(SectionNames))
+	for _, s := range SectionNames {
+		sections[s] = decodeRaw(c.Sections[s])
+	}
+	return cardVersion(fields, sections)
+}
+
+// CardVersion returns the version of a card as get_card decodes it.
+func CardVersion(card map[string]any) string {
+	sections, _ := card["sections"].(map[string]any)
+	return cardVersion(card, sections)
+}
+
+func cardVersion(fields, sections map[string]any) string {
+	parts := make([]any, 0, len(cardParts))
+	for _, f := range versionedFields {
+		parts = append(parts, fields[f])
 	}
 	for _, s := range SectionNames {
-		parts = append(parts, canonical(decodeRaw(c.Sections[s])))
+		parts = append(parts, sections[s])
 	}
 	return version(parts, true)
 }
@@ -90,44 +197,47 @@ func (c Card) Version() string {
 var metaParts = []string{"name", "description", "tags", "boundRoleIds"}
 
 // MetaVersion returns the version of a worldbook's metadata and bindings (not its entries,
-// which have their own).
-func MetaVersion(name, description string, tags, bound []string) string {
-	return version([][]byte{canonical(name), canonical(description), canonical(jsontext.NonNil(tags)),
-		canonical(jsontext.NonNil(bound))}, true)
+// which have their own) as get_worldbook decodes it.
+func MetaVersion(wb map[string]any) string {
+	return version([]any{wb["name"], wb["description"], listOrEmpty(wb["tags"]), listOrEmpty(wb["boundRoleIds"])}, true)
+}
+
+// listOrEmpty is a list, or an empty one for none.
+func listOrEmpty(v any) any {
+	if v == nil {
+		return []any{}
+	}
+	return v
 }
 
 // MetaVersion returns the version of the worldbook's metadata and bindings.
 func (s WorldbookState) MetaVersion() string {
-	return MetaVersion(s.Name, s.Description, s.Tags, s.BoundRoleIDs)
+	return version([]any{s.Name, s.Description, jsontext.NonNil(s.Tags), jsontext.NonNil(s.BoundRoleIDs)}, true)
 }
 
 // EntryVersion returns the version of a worldbook entry as list_worldbook_entries decodes it
 // (the fields a write sets).
 func EntryVersion(e map[string]any) string {
-	m := make(map[string]any, len(EntryFields))
-	for _, f := range EntryFields {
-		m[f] = e[f]
+	parts := make([]any, len(EntryFields))
+	for i, f := range EntryFields {
+		parts[i] = e[f]
 	}
-	return version([][]byte{canonical(m)}, false)
+	return version(parts, false)
 }
 
 // rawEntryVersion is EntryVersion of an entry as a snapshot holds it.
 func rawEntryVersion(e map[string]json.RawMessage) string {
-	m := make(map[string]any, len(EntryFields))
-	for _, f := range EntryFields {
-		m[f] = decodeRaw(e[f])
+	parts := make([]any, len(EntryFields))
+	for i, f := range EntryFields {
+		parts[i] = decodeRaw(e[f])
 	}
-	return version([][]byte{canonical(m)}, false)
+	return version(parts, false)
 }
 
 // trialParts are the parts of a trial card's version: its digested fields, sorted, then the
 // count of its worldbook's entries.
 var trialParts = func() []string {
-	parts := make([]string, 0, len(TrialFields)+1)
-	for f := range TrialFields {
-		parts = append(parts, f)
-	}
-	slices.Sort(parts)
+	parts := slices.Sorted(maps.Keys(TrialFields))
 	return append(parts, "worldbook entries")
 }()
 
@@ -137,11 +247,26 @@ func TrialVersion(t *Trial) string {
 	if t == nil {
 		return Absent
 	}
-	parts := make([][]byte, 0, len(trialParts))
-	for _, f := range trialParts[:len(trialParts)-1] {
-		parts = append(parts, []byte(t.Sections[f]))
+	sections := make(map[string]any, len(t.Sections))
+	for k, v := range t.Sections {
+		sections[k] = v
 	}
-	return version(append(parts, []byte(strconv.Itoa(t.Worldbook.Entries))), true)
+	return trialVersion(sections, json.Number(strconv.Itoa(t.Worldbook.Entries)))
+}
+
+// TrialVersionOf returns the version of a trial card as get_trial_card decodes it.
+func TrialVersionOf(trial map[string]any) string {
+	sections, _ := trial["sections"].(map[string]any)
+	wb, _ := trial["worldbook"].(map[string]any)
+	return trialVersion(sections, wb["entries"])
+}
+
+func trialVersion(sections map[string]any, entries any) string {
+	parts := make([]any, 0, len(trialParts))
+	for _, f := range trialParts[:len(trialParts)-1] {
+		parts = append(parts, sections[f])
+	}
+	return version(append(parts, entries), true)
 }
 
 // changedParts returns the names of the parts in which the version then differs from now:
