@@ -222,9 +222,10 @@ func entryShapes(args pageArgs, entries []any) ([]listItem, error) {
 		if version == "" {
 			version = digest(v)
 		}
+		e["version"] = undo.EntryVersion(e) // in the entry itself: detail full shows it as it is
 		show := v
 		if args.Detail != "full" {
-			b := map[string]any{"entryId": id, "name": e["name"], "keywords": e["keywords"], "version": undo.EntryVersion(e)}
+			b := map[string]any{"entryId": id, "name": e["name"], "keywords": e["keywords"], "version": e["version"]}
 			if c := str(e, "content"); c != "" {
 				b["content"] = cut(c, briefContent)
 			}
@@ -232,15 +233,12 @@ func entryShapes(args pageArgs, entries []any) ([]listItem, error) {
 				b["score"] = score
 			}
 			show = b
-		} else {
-			full := make(map[string]any, len(e)+2)
+		} else if score > 0 {
+			full := make(map[string]any, len(e)+1)
 			for k, v := range e {
 				full[k] = v
 			}
-			full["version"] = undo.EntryVersion(e)
-			if score > 0 {
-				full["score"] = score
-			}
+			full["score"] = score
 			show = full
 		}
 		items = append(items, listItem{Item: page.Item{Order: order, Version: version}, show: show})

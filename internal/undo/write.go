@@ -106,13 +106,19 @@ func checkCard(card Card, roleID, ifVersion string) error {
 	return nil
 }
 
-// WorldbookDoc is a planned write_worldbook_document.
+// WorldbookDoc is a planned write_worldbook_document: what the guard and the revision's record
+// need of it (each op's kind, entry and ifVersion); a dry run decodes the rest.
 type WorldbookDoc struct {
 	Metadata map[string]json.RawMessage `json:"metadata"`
 	Binding  *struct {
 		RoleID string `json:"roleId"`
 	} `json:"binding"`
-	Entries []map[string]json.RawMessage `json:"entries"`
+	Ops []struct {
+		Op        string  `json:"op"`
+		EntryID   string  `json:"entryId"`
+		IfVersion *string `json:"ifVersion"`
+	} `json:"entries"`
+	body json.RawMessage // the body to send
 }
 
 // ParseWorldbookDoc decodes write_worldbook_document's body and takes out of its entry ops their
@@ -122,36 +128,41 @@ func ParseWorldbookDoc(body json.RawMessage) (WorldbookDoc, json.RawMessage, map
 	if err := json.Unmarshal(body, &doc); err != nil {
 		return doc, nil, nil, fmt.Errorf("decode the arguments: %w", err)
 	}
+	doc.body = body
 	var versions map[string]string
-	for _, op := range doc.Entries {
-		v, ok := op["ifVersion"]
-		if !ok {
+	for _, op := range doc.Ops {
+		if op.IfVersion == nil {
 			continue
-		}
-		delete(op, "ifVersion")
-		var s string
-		if err := json.Unmarshal(v, &s); err != nil {
-			return doc, nil, nil, fmt.Errorf("decode an entry op's ifVersion: %w", err)
 		}
 		if versions == nil {
 			versions = map[string]string{}
 		}
-		versions[EntryID(op)] = s
+		versions[op.EntryID] = *op.IfVersion
 	}
 	if versions == nil {
 		return doc, body, nil, nil
 	}
+	// Ops name their ifVersion: the body sent goes without.
 	var whole map[string]json.RawMessage
+	var ops []map[string]json.RawMessage
 	if err := json.Unmarshal(body, &whole); err != nil {
 		return doc, nil, nil, fmt.Errorf("decode the arguments: %w", err)
 	}
-	ops, err := marshalCompact(doc.Entries)
+	if err := json.Unmarshal(whole["entries"], &ops); err != nil {
+		return doc, nil, nil, fmt.Errorf("decode the entry ops: %w", err)
+	}
+	for _, op := range ops {
+		delete(op, "ifVersion")
+	}
+	encoded, err := marshalCompact(ops)
 	if err != nil {
 		return doc, nil, nil, err
 	}
-	whole["entries"] = ops
-	out, err := marshalCompact(whole)
-	return doc, out, versions, err
+	whole["entries"] = encoded
+	if doc.body, err = marshalCompact(whole); err != nil {
+		return doc, nil, nil, err
+	}
+	return doc, doc.body, versions, nil
 }
 
 // marshalCompact encodes v without HTML escapes (card text is full of <, > and &).
@@ -172,10 +183,8 @@ func (doc WorldbookDoc) changes() []string {
 		out = append(out, "metadata")
 	}
 	ops := map[string]int{}
-	for _, e := range doc.Entries {
-		var op string
-		_ = json.Unmarshal(e["op"], &op) // the input schema holds it to create, update or delete
-		ops[op]++
+	for _, e := range doc.Ops {
+		ops[e.Op]++
 	}
 	for _, op := range []string{"create", "update", "delete"} {
 		if n := ops[op]; n > 0 {
@@ -200,7 +209,11 @@ func (r *Run) BeforeWorldbookWrite(ctx context.Context, id string, doc Worldbook
 		return nil, err
 	}
 	if g.DryRun {
-		c := WorldbookChange(id, cur, doc.apply(cur), PlanLabels, textBudget)
+		next, err := doc.apply(cur)
+		if err != nil {
+			return nil, err
+		}
+		c := WorldbookChange(id, cur, next, PlanLabels, textBudget)
 		return &c, nil
 	}
 	return nil, r.Keep(ctx, revisions.KindWorldbook, id, doc.changes(), cur, "")
@@ -245,7 +258,13 @@ func checkWorldbook(cur WorldbookState, id, ifVersion string, entryVersions map[
 }
 
 // apply returns the worldbook cur as doc would leave it (created entries without ids).
-func (doc WorldbookDoc) apply(cur WorldbookState) WorldbookState {
+func (doc WorldbookDoc) apply(cur WorldbookState) (WorldbookState, error) {
+	var full struct {
+		Entries []map[string]json.RawMessage `json:"entries"`
+	}
+	if err := json.Unmarshal(doc.body, &full); err != nil {
+		return WorldbookState{}, fmt.Errorf("decode the entry ops: %w", err)
+	}
 	next := cur
 	next.Tags = slices.Clone(cur.Tags)
 	next.BoundRoleIDs = slices.Clone(cur.BoundRoleIDs)
@@ -269,9 +288,9 @@ func (doc WorldbookDoc) apply(cur WorldbookState) WorldbookState {
 		entries = append(entries, maps.Clone(e))
 	}
 	deleted := map[int]bool{}
-	for _, op := range doc.Entries {
+	for _, op := range full.Entries {
 		var kind string
-		_ = json.Unmarshal(op["op"], &kind)
+		_ = json.Unmarshal(op["op"], &kind) // the input schema holds it to create, update or delete
 		i, ok := at[EntryID(op)]
 		switch {
 		case kind == "create":
@@ -298,7 +317,7 @@ func (doc WorldbookDoc) apply(cur WorldbookState) WorldbookState {
 			next.Entries = append(next.Entries, e)
 		}
 	}
-	return next
+	return next, nil
 }
 
 // BeforeTrialWrite reads trial card key and refuses a stale write; for a dry run it returns the
