@@ -49,7 +49,7 @@ func revisionTools() []Tool {
 			Toolset: ToolsetRevisions,
 			Title:   "Compare a revision with now",
 			Description: "Show what differs between a revision and now: fields (long text as a line diff, - kept, + now) and " +
-				"entries added, changed or deleted since: what restore_revision would undo.",
+				"entries added, changed (old and new text) or deleted since: what restore_revision would undo.",
 			Annotations: readHints(),
 			Handler:     diffRevision,
 			Summary: func(out map[string]any) string {

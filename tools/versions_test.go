@@ -317,3 +317,22 @@ func TestRestoreFewerCreatedIDs(t *testing.T) {
 		t.Errorf("restore with fewer created ids: %v", out)
 	}
 }
+
+// TestDiffShowsEntryText: diff_revision shows the old and new text of a changed entry, so that a
+// model can tell the author what an undo brings back.
+func TestDiffShowsEntryText(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	wbID := e.ok("create_worldbook", `{"name":"Diff"}`)["worldbookId"].(string)
+	e.ok("write_worldbook_document", jsonArg(t, map[string]any{"worldbookId": wbID, "entries": []any{
+		map[string]any{"op": "create", "name": "A", "content": "The old lore.", "keywords": []string{"a"}}}}))
+	_, ids := entryVersions(t, e, wbID)
+	_, revID := write(t, e, "write_worldbook_document", jsonArg(t, map[string]any{"worldbookId": wbID, "entries": []any{
+		map[string]any{"op": "update", "entryId": ids["A"], "content": "The new lore.", "isEnabled": false}}}))
+	out := e.ok("diff_revision", jsonArg(t, map[string]any{"revisionId": revID}))
+	changed, _ := json.Marshal(obj(out, "entries")["changed"])
+	want := `"changes":[{"current":"The new lore.","field":"content","revision":"The old lore."},{"current":false,"field":"isEnabled","revision":true}]`
+	if !strings.Contains(string(changed), want) {
+		t.Errorf("changed entries %s; want %s", changed, want)
+	}
+}
