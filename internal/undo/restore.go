@@ -25,9 +25,9 @@ const trialGone = "The trial card is gone (deleted or expired): restoring create
 func (r *Run) Diff(ctx context.Context, rev *revisions.Revision, textBudget int) (Change, error) {
 	switch rev.Kind {
 	case revisions.KindCard:
-		var st CardState
-		if err := json.Unmarshal(rev.State, &st); err != nil {
-			return Change{}, fmt.Errorf("decode revision %s: %w", rev.ID, err)
+		st, err := stateOf[CardState](rev)
+		if err != nil {
+			return Change{}, err
 		}
 		cur, err := ReadCard(ctx, r.Client, rev.ObjectID)
 		if err != nil {
@@ -35,9 +35,9 @@ func (r *Run) Diff(ctx context.Context, rev *revisions.Revision, textBudget int)
 		}
 		return CardChange(rev.ObjectID, st, cur.State(slices.Collect(maps.Keys(st.Fields)), slices.Collect(maps.Keys(st.Sections))), RevisionLabels), nil
 	case revisions.KindWorldbook:
-		var st WorldbookState
-		if err := json.Unmarshal(rev.State, &st); err != nil {
-			return Change{}, fmt.Errorf("decode revision %s: %w", rev.ID, err)
+		st, err := stateOf[WorldbookState](rev)
+		if err != nil {
+			return Change{}, err
 		}
 		cur, err := ReadWorldbook(ctx, r.Client, rev.ObjectID, nil)
 		if err != nil {
@@ -45,9 +45,9 @@ func (r *Run) Diff(ctx context.Context, rev *revisions.Revision, textBudget int)
 		}
 		return WorldbookChange(rev.ObjectID, st, cur, RevisionLabels, textBudget), nil
 	case revisions.KindTrial:
-		var st TrialState
-		if err := json.Unmarshal(rev.State, &st); err != nil {
-			return Change{}, fmt.Errorf("decode revision %s: %w", rev.ID, err)
+		st, err := stateOf[TrialState](rev)
+		if err != nil {
+			return Change{}, err
 		}
 		now, err := ReadTrial(ctx, r.Client, rev.ObjectID)
 		if err != nil {
@@ -61,6 +61,15 @@ func (r *Run) Diff(ctx context.Context, rev *revisions.Revision, textBudget int)
 		return c, nil
 	}
 	return Change{}, fmt.Errorf("revision %s: unknown kind %q", rev.ID, rev.Kind)
+}
+
+// stateOf decodes the state a revision kept.
+func stateOf[T any](rev *revisions.Revision) (T, error) {
+	var st T
+	if err := json.Unmarshal(rev.State, &st); err != nil {
+		return st, fmt.Errorf("decode revision %s: %w", rev.ID, err)
+	}
+	return st, nil
 }
 
 // Restored is the result of a restore.
@@ -188,9 +197,9 @@ func decodeFields(rev *revisions.Revision, raw map[string]json.RawMessage) (map[
 
 // restoreCard writes a card's kept fields back.
 func (r *Run) restoreCard(ctx context.Context, rev *revisions.Revision, out *Restored, g Guard) (*Change, error) {
-	var st CardState
-	if err := json.Unmarshal(rev.State, &st); err != nil {
-		return nil, fmt.Errorf("decode revision %s: %w", rev.ID, err)
+	st, err := stateOf[CardState](rev)
+	if err != nil {
+		return nil, err
 	}
 	id := rev.ObjectID
 	fields, sections := slices.Sorted(maps.Keys(st.Fields)), slices.Sorted(maps.Keys(st.Sections))
@@ -286,9 +295,9 @@ func orEmpty(v, empty any) any {
 // entries added since are deleted, changed ones updated, deleted ones created anew. It sends
 // them in as few documents as the service takes; a failure after the first says which applied.
 func (r *Run) restoreWorldbook(ctx context.Context, rev *revisions.Revision, out *Restored, g Guard, textBudget int) (*Change, error) {
-	var st WorldbookState
-	if err := json.Unmarshal(rev.State, &st); err != nil {
-		return nil, fmt.Errorf("decode revision %s: %w", rev.ID, err)
+	st, err := stateOf[WorldbookState](rev)
+	if err != nil {
+		return nil, err
 	}
 	id := rev.ObjectID
 	cur, err := ReadWorldbook(ctx, r.Client, id, nil)
@@ -440,9 +449,9 @@ func opsSummary(ops []map[string]any) string {
 
 // restoreTrial upserts a trial card as the revision kept it.
 func (r *Run) restoreTrial(ctx context.Context, rev *revisions.Revision, out *Restored, g Guard) (*Change, error) {
-	var st TrialState
-	if err := json.Unmarshal(rev.State, &st); err != nil {
-		return nil, fmt.Errorf("decode revision %s: %w", rev.ID, err)
+	st, err := stateOf[TrialState](rev)
+	if err != nil {
+		return nil, err
 	}
 	key := rev.ObjectID
 	if len(st.Card) == 0 {

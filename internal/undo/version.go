@@ -49,8 +49,7 @@ func version(parts []any, withParts bool) string {
 
 // appendCanonical appends the canonical JSON (RFC 8785: sorted keys, no whitespace, strings
 // escaped only where they must be) of a decoded JSON value: nil, bool, string, json.Number (as
-// written), []any, []string, map[string]any, map[string]string; any other value through
-// encoding/json.
+// written), []any, map[string]any; any other value through encoding/json.
 func appendCanonical(dst []byte, v any) []byte {
 	switch x := v.(type) {
 	case nil:
@@ -70,15 +69,6 @@ func appendCanonical(dst []byte, v any) []byte {
 			dst = appendCanonical(dst, e)
 		}
 		return append(dst, ']')
-	case []string:
-		dst = append(dst, '[')
-		for i, e := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(dst, e)
-		}
-		return append(dst, ']')
 	case map[string]any:
 		dst = append(dst, '{')
 		for i, k := range slices.Sorted(maps.Keys(x)) {
@@ -87,15 +77,6 @@ func appendCanonical(dst []byte, v any) []byte {
 			}
 			dst = append(appendString(dst, k), ':')
 			dst = appendCanonical(dst, x[k])
-		}
-		return append(dst, '}')
-	case map[string]string:
-		dst = append(dst, '{')
-		for i, k := range slices.Sorted(maps.Keys(x)) {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendString(append(appendString(dst, k), ':'), x[k])
 		}
 		return append(dst, '}')
 	}
@@ -212,7 +193,16 @@ func listOrEmpty(v any) any {
 
 // MetaVersion returns the version of the worldbook's metadata and bindings.
 func (s WorldbookState) MetaVersion() string {
-	return version([]any{s.Name, s.Description, jsontext.NonNil(s.Tags), jsontext.NonNil(s.BoundRoleIDs)}, true)
+	return version([]any{s.Name, s.Description, anyList(s.Tags), anyList(s.BoundRoleIDs)}, true)
+}
+
+// anyList is a list of strings as decoded JSON holds it ([] for none).
+func anyList(l []string) []any {
+	out := make([]any, len(l))
+	for i, v := range l {
+		out[i] = v
+	}
+	return out
 }
 
 // EntryVersion returns the version of a worldbook entry as list_worldbook_entries decodes it

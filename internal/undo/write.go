@@ -95,13 +95,17 @@ func checkCard(card Card, roleID, ifVersion string) error {
 	if ifVersion == "" {
 		return nil
 	}
-	now := card.Version()
-	changed, ok := changedParts(ifVersion, now, cardParts)
+	return compare(revisions.KindCard, roleID, ifVersion, card.Version(), cardParts)
+}
+
+// compare refuses a write whose ifVersion is not now, the version of kind id made of parts.
+func compare(kind, id, ifVersion, now string, parts []string) error {
+	changed, ok := changedParts(ifVersion, now, parts)
 	switch {
 	case !ok:
-		return badVersion("ifVersion", revisions.KindCard, roleID)
+		return badVersion("ifVersion", kind, id)
 	case len(changed) > 0:
-		return stale(revisions.KindCard, roleID, now, changed, nil)
+		return stale(kind, id, now, changed, nil)
 	}
 	return nil
 }
@@ -350,14 +354,7 @@ func checkTrial(now *Trial, key, ifVersion string) error {
 		}
 		return nil
 	}
-	changed, ok := changedParts(ifVersion, v, trialParts)
-	switch {
-	case !ok:
-		return badVersion("ifVersion", revisions.KindTrial, key)
-	case len(changed) > 0:
-		return stale(revisions.KindTrial, key, v, changed, nil)
-	}
-	return nil
+	return compare(revisions.KindTrial, key, ifVersion, v, trialParts)
 }
 
 // trialPlan is the change a trial write would make.
