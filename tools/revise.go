@@ -63,6 +63,9 @@ func (c *Call) keeping() bool { return c.revs != nil && c.revs.Store != nil }
 
 // guard returns the call's ifVersion and dryRun arguments.
 func (c *Call) guard() (undo.Guard, error) {
+	if !c.Tool.Guard {
+		return undo.Guard{}, nil
+	}
 	var g struct {
 		IfVersion string `json:"ifVersion"`
 		DryRun    bool   `json:"dryRun"`
