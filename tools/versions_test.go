@@ -130,6 +130,13 @@ func TestStaleWriteRefused(t *testing.T) {
 		if after := e.ok("get_card", jsonArg(t, map[string]any{"roleId": roleID})); after["roleDesc"] == "Mine." {
 			t.Error("the stale write was applied")
 		}
+		// A restore takes ifVersion too.
+		_, revID := write(t, e, "update_card_profile", jsonArg(t, map[string]any{"roleId": roleID, "roleName": "Renamed"}))
+		d = staleWrite(t, e, w, "restore_revision", jsonArg(t, map[string]any{"revisionId": revID, "ifVersion": now["version"]}))
+		if fmt.Sprint(d["fields"]) != "[roleName]" {
+			t.Errorf("stale restore: %v", d)
+		}
+		now = e.ok("get_card", jsonArg(t, map[string]any{"roleId": roleID}))
 		// With the version now, it goes through.
 		e.ok("update_card_profile", jsonArg(t, map[string]any{"roleId": roleID, "roleDesc": "Mine.", "ifVersion": now["version"]}))
 		if env, _ := e.fail("set_opening_lines", jsonArg(t, map[string]any{"roleId": roleID, "roleWelcome": "x", "ifVersion": "not-a-version"})); env["error"] != codeInvalidArguments {
