@@ -4,30 +4,21 @@
 // and authortasks.test.mjs.
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { BIN, cleanEnv } from './harness.mjs';
+import { readmeBlock } from './readme.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const modules = join(here, '..', 'node_modules');
-const README = readFileSync(join(here, '..', '..', 'README.md'), 'utf8');
 /** A host run that takes longer than this has hung: it is killed and the test fails. */
 export const RUN_MS = 120000;
 // The README's example HTTP endpoint and card service, replaced by the test's.
 const README_URL = 'http://127.0.0.1:8080/mcp';
 const README_API = 'https://api.example.com';
-
-/** The fenced block of the README between <!-- name:begin --> and <!-- name:end -->. */
-export function readmeBlock(name) {
-  const begin = README.indexOf(`<!-- ${name}:begin -->`);
-  const end = README.indexOf(`<!-- ${name}:end -->`);
-  assert.ok(begin >= 0 && end > begin, `README.md has no ${name} block`);
-  const block = README.slice(begin, end);
-  return block.slice(block.indexOf('\n', block.indexOf('```')) + 1, block.lastIndexOf('```'));
-}
 
 /**
  * The person at the browser, for a host home: an xdg-open on the PATH of the host's runs (where
@@ -220,21 +211,18 @@ const geminiCLI = {
   env: (model) => ({ GOOGLE_GEMINI_BASE_URL: model.url, GEMINI_API_KEY: 'standin' }),
   /**
    * The README's settings.json entry for the transport, as the user's settings: over stdio with
-   * apiHost, the README's entry for the card service (args ["stdio"] and its env).
+   * apiHost, the README's entry for the card service (its address replaced).
    */
   async configure(h, transport, url, { apiHost } = {}) {
     const servers = JSON.parse(readmeBlock('gemini-cli')).mcpServers;
-    const name = Object.keys(servers).find((n) => (transport === 'http' ? servers[n].url : servers[n].command));
+    // Over stdio the sandbox's entry, or with apiHost the card service's (its env names it).
+    const name = Object.keys(servers).find((n) => (transport === 'http' ? servers[n].url
+      : servers[n].command && Boolean(apiHost) === Boolean(servers[n].env?.CARDWRITER_API_HOST)));
     assert.ok(name, `README's Gemini CLI block has no ${transport} server`);
-    let entry = { ...servers[name] };
+    const entry = { ...servers[name] };
     if (entry.command === 'cardwriter-mcp') entry.command = BIN;
     if (entry.url === README_URL) entry.url = url;
-    if (apiHost) {
-      // The README's sentence under the block: the entry for the real service.
-      const m = README.match(/Against the real service: `("args": \[[^\]]*\], "env": \{[^}]*\})`/);
-      assert.ok(m, 'README has no Gemini CLI entry for the real service');
-      entry = { ...entry, ...JSON.parse(`{${m[1]}}`.replace(README_API, apiHost)) };
-    }
+    if (apiHost) entry.env = { ...entry.env, CARDWRITER_API_HOST: apiHost };
     mkdirSync(join(h.home, '.gemini'), { recursive: true });
     writeFileSync(join(h.home, '.gemini', 'settings.json'), JSON.stringify({
       mcpServers: { [name]: entry },
