@@ -123,7 +123,8 @@ function measure(model, from, listedFrom, state, h) {
   const last = convs.at(-1);
   const names = new Map();
   // What varies from run to run, made steady: the home folder, ports, signatures, export links'
-  // random names, cursors (also as Gemini CLI passes them, inside escaped JSON), ids and times.
+  // random names, cursors and versions (also as Gemini CLI passes them, inside escaped JSON), ids
+  // and times.
   const fixed = (v) => {
     if (!names.has(v)) names.set(v, createHash('sha256').update(`steady ${names.size}`).digest('hex'));
     return names.get(v);
@@ -131,7 +132,7 @@ function measure(model, from, listedFrom, state, h) {
   const clean = (s) => steady(s.split(h.home).join('/home/author').replace(/127\.0\.0\.1:\d+/g, '127.0.0.1:8080')
     .replace(/https?:\/\/[^\s"\\]+/g, (u) => u.replace(/[?#].*$/, '?signed'))
     .replace(/\b[0-9a-f]{32}\b/g, (v) => fixed(v).slice(0, 32))
-    .replace(/(\\?"(?:nextCursor|cursor)\\?":\s*\\?")([A-Za-z0-9_-]+)/g, (_, k, v) => k + fixed(v).slice(0, v.length)), names);
+    .replace(/(\\?"(?:nextCursor|cursor|version|ifVersion)\\?":\s*\\?")([A-Za-z0-9_+/=-]+)/g, (_, k, v) => k + fixed(v).slice(0, v.length)), names);
   const results = (last?.all ?? []).filter((r) => !r.host).reduce((n, r) => n + tokens(clean(r.shown)), 0);
   return {
     turns: convs.length + (model.listed.length - listedFrom),
