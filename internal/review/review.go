@@ -70,6 +70,9 @@ const (
 	longGreeting       = 600
 	permanentBudget    = 2000
 	constantEntryLarge = 300
+	// maxCounted is where the count of one text stops: a text over it counts as where counting
+	// stopped (a little over), so a review costs CPU bounded by its number of texts, not its size.
+	maxCounted = 50_000
 )
 
 // permanentSections are the sections the model reads with every message.
@@ -88,9 +91,13 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 		r.Findings = append(r.Findings, Finding{Severity: sev, Field: field, Message: msg, Fix: fix})
 	}
 	count := func(field, s string) (int, error) {
-		n, err := tokens.Count(s)
+		n, err := tokens.CountUpTo(s, maxCounted)
 		if err != nil {
 			return 0, err
+		}
+		if n > maxCounted {
+			add(Error, field, fmt.Sprintf("The text is over %d tokens (counted no further): no model reads this much of a card.", maxCounted),
+				"Cut it down to what the model needs; move reference material into worldbook entries.")
 		}
 		if s != "" {
 			r.Tokens.Parts[field] = n
@@ -225,7 +232,7 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 				continue
 			}
 			if e.IsConstant {
-				n, err := tokens.Count(e.Content)
+				n, err := tokens.CountUpTo(e.Content, maxCounted)
 				if err != nil {
 					return Report{}, err
 				}

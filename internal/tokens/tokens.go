@@ -70,6 +70,17 @@ func cut(s string) int {
 
 func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
 
+// CountUpTo returns the number of cl100k_base tokens of s when it is at most limit, else a
+// number over limit: it tokenizes s only until it is past limit, so its cost is bounded by
+// limit and not by s. A token is at least one byte: a string of at most limit bytes counts as
+// its length without being tokenized.
+func CountUpTo(s string, limit int) (int, error) {
+	if len(s) <= limit {
+		return len(s), nil
+	}
+	return count(s, limit)
+}
+
 // Within reports whether s has at most limit tokens. A token is at least one byte, so a string
 // of at most limit bytes is within it without being tokenized; a longer one is tokenized only
 // until it is past the limit.
