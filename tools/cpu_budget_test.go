@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"fmt"
+	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
 	"math/rand/v2"
 	"strings"
 	"syscall"
@@ -42,5 +44,54 @@ func TestCPUBigSection(t *testing.T) {
 		if used > 600*time.Millisecond {
 			t.Errorf("%s on a 4 MB section cost %.2f CPU-s, want under 0.6", tool, used.Seconds())
 		}
+	}
+}
+
+// catastrophicEntries are n inline entries whose key backtracks without end on text.
+func catastrophicEntries(n int) (entries []any, text string) {
+	mo := map[string]any{"caseSensitive": false, "matchWholeWords": false, "selectiveLogic": 0}
+	for i := range n {
+		entries = append(entries, map[string]any{"entryId": fmt.Sprintf("e%d", i), "name": fmt.Sprintf("Slow %d", i),
+			"keywords": []string{fmt.Sprintf(`/(a+)+b%d/`, i)}, "matchOptions": mo})
+	}
+	return entries, strings.Repeat("a", 40) + "!"
+}
+
+// TestCPUTriggersBudget: test_worldbook_triggers with inline entries whose keys are catastrophic
+// regular expressions stops at the per-call budget, then the per-user one, with a retryable
+// error naming the budget and its flag; the CPU a call costs is bounded by its budget.
+func TestCPUTriggersBudget(t *testing.T) {
+	e := newEnv(t, Options{MatchBudget: cpubudget.New(300*time.Millisecond, 500*time.Millisecond)})
+	entries, text := catastrophicEntries(16)
+	args := jsonArg(t, map[string]any{"entries": entries, "text": text})
+	start := cpuTime(t)
+	env, _ := e.fail("test_worldbook_triggers", args)
+	used := cpuTime(t) - start
+	t.Logf("test_worldbook_triggers, 16 catastrophic keys, budget 0.3 s a call: %.2f CPU-s", used.Seconds())
+	if env["error"] != "budget_exceeded" || env["retryable"] != true || !strings.Contains(env["message"].(string), "--match-budget") {
+		t.Fatalf("over the per-call budget: %v", env)
+	}
+	if used > 1200*time.Millisecond {
+		t.Errorf("a call over its 0.3 s budget cost %.2f CPU-s", used.Seconds())
+	}
+	env, _ = e.fail("test_worldbook_triggers", args)
+	if env["error"] != "budget_exceeded" || !strings.Contains(env["message"].(string), "--match-user-budget") || env["detail"].(map[string]any)["retryAfterSeconds"] == nil {
+		t.Fatalf("the user's second call is over the per-user budget: %v", env)
+	}
+	// A cheap call of the same user is refused too (the budget refills over a minute), but only
+	// once it has a regular expression to match.
+	e.ok("test_worldbook_triggers", jsonArg(t, map[string]any{"entries": []any{map[string]any{"name": "Plain", "keywords": []string{"gate"}}}, "text": "the gate"}))
+}
+
+// TestCPUTriggersDefaultBudget measures the worst case of one call under the default budgets.
+func TestCPUTriggersDefaultBudget(t *testing.T) {
+	e := newEnv(t, Options{})
+	entries, text := catastrophicEntries(64)
+	start := cpuTime(t)
+	env, _ := e.fail("test_worldbook_triggers", jsonArg(t, map[string]any{"entries": entries, "text": text}))
+	used := cpuTime(t) - start
+	t.Logf("test_worldbook_triggers, 64 catastrophic keys, default budgets: %.2f CPU-s (%v)", used.Seconds(), env["error"])
+	if used > cpubudget.DefaultPerCall+time.Second {
+		t.Errorf("one call cost %.2f CPU-s, over its budget of %s", used.Seconds(), cpubudget.DefaultPerCall)
 	}
 }

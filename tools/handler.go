@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
 	"io"
 	"log/slog"
 	"maps"
@@ -46,7 +47,14 @@ type Call struct {
 	// Meta, when a handler sets it, is the result's _meta (what the card preview shows).
 	Meta map[string]any
 
-	revs *reviser // nil when revisions are off
+	revs  *reviser           // nil when revisions are off
+	match *cpubudget.Limiter // the matching time budgets
+}
+
+// matchBudget returns the call's budget of regular expression matching time, drawn from its
+// user's and ended with ctx.
+func (c *Call) matchBudget(ctx context.Context) *cpubudget.Call {
+	return c.match.Call(ctx, c.Client.LimitKey(ctx))
 }
 
 // HandlerRevise keeps, before a call's write, what the write will replace (Tool.Revise).
@@ -77,6 +85,7 @@ const (
 	codeUnavailable      = "unavailable"                   // the card service could not be reached or timed out
 	codeInternal         = "internal"                      // a defect of ours; details only in the log
 	codeCancelled        = "cancelled"                     // the client cancelled the call
+	codeBudgetExceeded   = "budget_exceeded"               // the call spent a CPU budget of this server's
 )
 
 // generic is the handler of every tool without its own: one call of the tool's operation.
@@ -411,4 +420,22 @@ func unreachable(err error) bool {
 		errors.As(err, &opErr) || errors.As(err, &dnsErr) || errors.As(err, &netErr) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// budgetFailure is the Failure of a call that spent a CPU budget (a *cpubudget.ExceededError):
+// retryable, naming the budget and its flag; any other error (the call ended) is returned as is.
+func budgetFailure(err error) error {
+	var ex *cpubudget.ExceededError
+	if !errors.As(err, &ex) {
+		return err
+	}
+	detail := map[string]any{"budget": ex.Budget, "limit": ex.Limit.String(), "flag": ex.Flag}
+	msg := fmt.Sprintf("This call used up the server's %s budget of regular expression matching time (%s, set by %s): "+
+		"a /regex/ key takes too long on this text. Simplify the slow keys (nested repeats such as (a+)+ backtrack without end) or test fewer entries at once.",
+		ex.Budget, ex.Limit, ex.Flag)
+	if ex.RetryAfter > 0 {
+		detail["retryAfterSeconds"] = int(ex.RetryAfter.Seconds())
+		msg += fmt.Sprintf(" Your budget refills over a minute: try again in %s.", ex.RetryAfter)
+	}
+	return &Failure{Code: codeBudgetExceeded, Retryable: true, Message: msg, Detail: detail}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
 	"log/slog"
 	"slices"
 	"time"
@@ -85,6 +86,9 @@ type Options struct {
 	// may hold (pages are cut to fit it; a larger answer becomes an error saying how to ask for
 	// less); 0 is DefaultResultBudget. Every result also stays within MaxResultChars.
 	ResultBudget int
+	// MatchBudget bounds the time regular expression matches (worldbook /regex/ keys) take, per
+	// call and per user; nil is cpubudget's defaults.
+	MatchBudget *cpubudget.Limiter
 }
 
 // NewServer returns the MCP server of the tools Filter selects, calling the card service through
@@ -158,6 +162,10 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		d.aside = observedAside{d.aside, opts.Observer}
 	}
 	d.exports = newExports(opts, client, log)
+	d.match = opts.MatchBudget
+	if d.match == nil {
+		d.match = cpubudget.New(0, 0)
+	}
 	if opts.Dynamic {
 		dt := &dynamicToolsets{srv: srv, selected: selected, d: d}
 		if err := dt.start(); err != nil {
@@ -208,6 +216,7 @@ type deps struct {
 	files    *LocalFiles
 	revs     *RevisionStore // nil: revisions are off
 	exports  *exports
+	match    *cpubudget.Limiter
 }
 
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
@@ -280,7 +289,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	}
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
-		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports}
+		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, match: d.match}
 	if d.revs != nil && (t.Revise != nil || t.Toolset == ToolsetRevisions) {
 		call.revs = &reviser{d: d, client: clientName(ctx)}
 	}

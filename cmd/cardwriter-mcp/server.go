@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
 	"io"
 	"log/slog"
 	"math"
@@ -78,6 +79,9 @@ type serverFlags struct {
 	// in memory (stdio); exportTTL is how long they stay readable (--export-ttl).
 	exports   store.KV
 	exportTTL time.Duration
+	// matchBudget and matchUserBudget bound regular expression matching time per call and per
+	// user a minute (--match-budget, --match-user-budget; negative: no bound).
+	matchBudget, matchUserBudget time.Duration
 	// inlineExports (the export commands): every export inline, whatever its size; a file is
 	// written, no model reads it.
 	inlineExports bool
@@ -100,6 +104,8 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	}
 	fs.IntVar(&f.resultBudget, "result-budget", 0, fmt.Sprintf("the most cl100k tokens a tool result's text or structuredContent may hold; pages fit it (0: %d)", tools.DefaultResultBudget))
 	fs.DurationVar(&f.exportTTL, "export-ttl", tools.DefaultExportTTL, "how long an export too large for a tool result stays readable by resources/read at its resource_link, by the user who made it")
+	fs.DurationVar(&f.matchBudget, "match-budget", cpubudget.DefaultPerCall, "the most time one tool call may spend matching regular expressions (worldbook /regex/ keys); a call over it fails, retryable (negative: no limit)")
+	fs.DurationVar(&f.matchUserBudget, "match-user-budget", cpubudget.DefaultPerUser, "the most time one user's calls may spend matching regular expressions in a minute (negative: no limit)")
 	f.logFlags.register(fs)
 	// A saved sign-in belongs to one person: only the stdio server (run by that person's
 	// desktop host) uses it; the HTTP server serves many clients and authorizes them itself.
@@ -157,6 +163,7 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Hooks:        f.hooks,
 		Dynamic:      f.dynamic,
 		ResultBudget: budget,
+		MatchBudget:  cpubudget.New(f.matchBudget, f.matchUserBudget),
 
 		// Large exports (tools/exports.go).
 		Exports:   f.exports,
