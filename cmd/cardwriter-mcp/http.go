@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -122,6 +123,8 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	maxBody := fs.Int64("max-body-bytes", defaultMaxBody(), "largest MCP request body accepted from an authenticated client, in bytes (an unauthenticated request's body is never read)")
 	bodyTimeout := fs.Duration("body-timeout", defaultBodyTimeout, "the longest an MCP request body may take to arrive (a slower one gets 408 and its connection is closed)")
 	maxConns := fs.Int("max-connections", defaultMaxConnections, "connections open at once, all clients together (more are answered 503 and closed)")
+	sourceConns := fs.Int("source-connections", 0, "connections one source address may hold open at once (behind --trusted-proxies, the proxies are exempt); more from it are answered 503 (0: a quarter of --max-connections)")
+	keepAlive := fs.Duration("keep-alive-idle", connlimit.DefaultIdle, "how long an idle keep-alive connection stays open while under half of --max-connections are; it shortens to 1s as they fill, and an idle one gives way to a new connection when none is left")
 	idle := fs.Duration("session-idle-ttl", 30*time.Minute, "end MCP sessions idle this long")
 	userSessions := fs.Int("user-sessions", defaultUserSessions, "MCP sessions one user may have open at once (more: 429 until one ends or expires idle; 0: no limit; none without authorization)")
 	initRate := fs.Float64("user-initialize-rate", 1, "new MCP sessions (initialize) one user may start per second, in bursts of ten times that (0: no limit; none without authorization)")
@@ -137,6 +140,9 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	af.register(fs)
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
+	}
+	if *sourceConns < 0 || *keepAlive <= 0 {
+		return fmt.Errorf("--source-connections must not be negative and --keep-alive-idle must be positive, got %d and %s", *sourceConns, *keepAlive)
 	}
 	if *maxBody <= 0 || *bodyTimeout <= 0 || *maxConns <= 0 {
 		return fmt.Errorf("--max-body-bytes, --body-timeout and --max-connections must be positive, got %d, %s and %d", *maxBody, *bodyTimeout, *maxConns)
@@ -189,6 +195,17 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		refused, limited = f.metrics.ConnectionRefused, f.metrics.Refused
 	}
 	ln := connlimit.Listen(tcp, *maxConns, refused)
+	proxies, err := af.trustedProxies()
+	if err != nil {
+		return err
+	}
+	if *sourceConns == 0 {
+		*sourceConns = max(1, *maxConns/4)
+	}
+	ln.SetSourceShare(*sourceConns, func(a netip.Addr) bool {
+		return slices.ContainsFunc(proxies, func(p netip.Prefix) bool { return p.Contains(a) })
+	})
+	ln.SetIdle(*keepAlive)
 	defer ln.Close()
 	base := "http://" + ln.Addr().String()
 	loopback := false
