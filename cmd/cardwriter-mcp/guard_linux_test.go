@@ -172,10 +172,11 @@ func TestHTTPSlowBodyCutOff(t *testing.T) {
 }
 
 // TestHTTPConnectionLimit holds --max-connections connections open without a request: the next
-// one is answered 503 at once, and a request on one of those held is still served.
+// one is answered 503 at once, and a request on one of those held is still served (idle a moment
+// only, it keeps its place). One source may hold them all here (--source-connections).
 func TestHTTPConnectionLimit(t *testing.T) {
 	t.Parallel()
-	_, urls := startProcess(t, nil, []string{"http", "--sandbox", "--addr", "127.0.0.1:0", "--max-connections", "2"},
+	_, urls := startProcess(t, nil, []string{"http", "--sandbox", "--addr", "127.0.0.1:0", "--max-connections", "2", "--source-connections", "2"},
 		`MCP endpoint: (http://\S+)/mcp`)
 	addr := strings.TrimPrefix(urls[0], "http://")
 	var held []net.Conn

@@ -31,10 +31,11 @@ const refusal = "HTTP/1.1 503 Service Unavailable\r\n" +
 const writeTimeout = time.Second
 
 // DefaultIdle is the longest a keep-alive connection stays idle on a listener less than half
-// full; it shortens to MinIdle as the listener fills.
+// full; it shortens to MinIdle as the listener fills. A connection idle less than MinIdle (between
+// the requests of a burst) never gives way: holding a place takes a request every MinIdle.
 const (
 	DefaultIdle = 2 * time.Minute
-	MinIdle     = time.Second
+	MinIdle     = 5 * time.Second
 )
 
 // Listener is a net.Listener that keeps at most a fixed number of its connections open.
@@ -73,6 +74,19 @@ func (l *Listener) SetIdle(d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.idle = d
+}
+
+// Idle returns how many of the open connections are idle between requests.
+func (l *Listener) Idle() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for c := range l.conns {
+		if !c.idleSince.IsZero() {
+			n++
+		}
+	}
+	return n
 }
 
 // Open returns how many accepted connections are open now.
@@ -162,8 +176,9 @@ func (l *Listener) evictLocked(src netip.Addr, own bool) bool {
 		}
 		return c.idleSince.Before(best.idleSince)
 	}
+	now := l.now()
 	for c := range l.conns {
-		if c.idleSince.IsZero() || (own && c.src != src) {
+		if c.idleSince.IsZero() || now.Sub(c.idleSince) < MinIdle || (own && c.src != src) {
 			continue
 		}
 		if better(c) {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +127,13 @@ func TestIdleKeepAliveGivesWay(t *testing.T) {
 	if n := l.Open(); n != 8 {
 		t.Fatalf("open = %d, want 8", n)
 	}
+	// A connection just idle keeps its place (a burst's next request is on its way): the
+	// holders give way once idle MinIdle, here on the listener's clock.
+	waitFor(t, "every holder idle", func() bool { return l.Idle() == 8 })
+	later := time.Now().Add(MinIdle)
+	l.mu.Lock()
+	l.now = func() time.Time { return later }
+	l.mu.Unlock()
 	c := dialFrom(t, "127.0.0.2", addr)
 	if code := get(t, c, bufio.NewReader(c)); code != http.StatusOK {
 		t.Fatalf("a newcomer while idle keep-alive connections hold every place: %d, want 200", code)
@@ -155,6 +163,18 @@ func TestSourceShare(t *testing.T) {
 		if code := get(t, c, bufio.NewReader(c)); code != http.StatusOK {
 			t.Fatalf("a trusted proxy: %d", code)
 		}
+	}
+}
+
+// waitFor waits until cond holds (the server sets a connection's state on its own goroutine).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		runtime.Gosched()
 	}
 }
 
