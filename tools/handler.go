@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
+	"github.com/cardwriter/cardwriter-mcp/internal/quota"
 	"io"
 	"log/slog"
 	"maps"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -86,6 +88,7 @@ const (
 	codeInternal         = "internal"                      // a defect of ours; details only in the log
 	codeCancelled        = "cancelled"                     // the client cancelled the call
 	codeBudgetExceeded   = "budget_exceeded"               // the call spent a CPU budget of this server's
+	codeQuotaExceeded    = "quota_exceeded"                // what the call would keep passes the user's quota
 )
 
 // generic is the handler of every tool without its own: one call of the tool's operation.
@@ -438,4 +441,18 @@ func budgetFailure(err error) error {
 		msg += fmt.Sprintf(" Your budget refills over a minute: try again in %s.", ex.RetryAfter)
 	}
 	return &Failure{Code: codeBudgetExceeded, Retryable: true, Message: msg, Detail: detail}
+}
+
+// quotaFailure is the Failure of what would pass a user's quota (a *quota.ExceededError), naming
+// the quota, its flag and how to free space; any other error is returned wrapped.
+func quotaFailure(err error) error {
+	var ex *quota.ExceededError
+	if !errors.As(err, &ex) {
+		return fmt.Errorf("check the quota: %w", err)
+	}
+	detail := map[string]any{"quota": ex.Kind, "limit": ex.Limit, "used": ex.Used, "needed": ex.Want, "unit": ex.Unit, "flag": ex.Flag}
+	if !ex.FreesAt.IsZero() {
+		detail["freesAt"] = ex.FreesAt.UTC().Format(time.RFC3339)
+	}
+	return &Failure{Code: codeQuotaExceeded, Message: ex.Error(), Detail: detail}
 }

@@ -77,6 +77,9 @@ type Options struct {
 	Exports store.KV
 	// ExportTTL is how long such an export stays readable; 0 is DefaultExportTTL.
 	ExportTTL time.Duration
+	// ExportUserBytes bounds one user's live exports together, in bytes (0: DefaultExportUserBytes;
+	// negative: no limit).
+	ExportUserBytes int64
 	// now is the clock of export expiry (tests); nil is time.Now.
 	now func() time.Time
 	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the

@@ -79,6 +79,8 @@ type serverFlags struct {
 	// in memory (stdio); exportTTL is how long they stay readable (--export-ttl).
 	exports   store.KV
 	exportTTL time.Duration
+	// exportUserBytes bounds one user's live exports (--export-user-bytes).
+	exportUserBytes int64
 	// matchBudget and matchUserBudget bound regular expression matching time per call and per
 	// user a minute (--match-budget, --match-user-budget; negative: no bound).
 	matchBudget, matchUserBudget time.Duration
@@ -104,6 +106,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	}
 	fs.IntVar(&f.resultBudget, "result-budget", 0, fmt.Sprintf("the most cl100k tokens a tool result's text or structuredContent may hold; pages fit it (0: %d)", tools.DefaultResultBudget))
 	fs.DurationVar(&f.exportTTL, "export-ttl", tools.DefaultExportTTL, "how long an export too large for a tool result stays readable by resources/read at its resource_link, by the user who made it")
+	fs.Int64Var(&f.exportUserBytes, "export-user-bytes", tools.DefaultExportUserBytes, "the size of one user's live exports together (those kept for resources/read), in bytes; an export past it is refused until older ones expire (negative: no limit)")
 	fs.DurationVar(&f.matchBudget, "match-budget", cpubudget.DefaultPerCall, "the most time one tool call may spend matching regular expressions (worldbook /regex/ keys); a call over it fails, retryable (negative: no limit)")
 	fs.DurationVar(&f.matchUserBudget, "match-user-budget", cpubudget.DefaultPerUser, "the most time one user's calls may spend matching regular expressions in a minute (negative: no limit)")
 	f.logFlags.register(fs)
@@ -166,8 +169,9 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		MatchBudget:  cpubudget.New(f.matchBudget, f.matchUserBudget),
 
 		// Large exports (tools/exports.go).
-		Exports:   f.exports,
-		ExportTTL: f.exportTTL,
+		Exports:         f.exports,
+		ExportTTL:       f.exportTTL,
+		ExportUserBytes: f.exportUserBytes,
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,
