@@ -244,7 +244,7 @@ func (x *exports) keep(ctx context.Context, name, mime string, isText bool, data
 		return exportLink{}, errNoOwner
 	}
 	if _, err := x.quota.Reserve(ctx, owner, key, int64(len(data)), expires); err != nil {
-		return exportLink{}, quotaFailure(err)
+		return exportLink{}, err // a *quota.ExceededError becomes quota_exceeded (outcome)
 	}
 	rec := exportRecord{Owner: owner, Name: name, MIMEType: mime, Text: isText, Data: data, Expires: expires}
 	raw, err := json.Marshal(rec)

@@ -383,8 +383,12 @@ func outcome(ctx context.Context, err error) (env map[string]any, code string, i
 	var f *Failure
 	var apiErr *upstream.Error
 	var argErr *upstream.ArgumentError
+	var qe *quota.ExceededError
 	switch {
 	case errors.As(err, &f):
+		return f.Envelope(), f.Code, false
+	case errors.As(err, &qe):
+		f := quotaFailure(qe)
 		return f.Envelope(), f.Code, false
 	case errors.As(err, &apiErr):
 		return firstProblems(apiErr.Envelope()), apiErr.Code, false
@@ -443,13 +447,9 @@ func budgetFailure(err error) error {
 	return &Failure{Code: codeBudgetExceeded, Retryable: true, Message: msg, Detail: detail}
 }
 
-// quotaFailure is the Failure of what would pass a user's quota (a *quota.ExceededError), naming
-// the quota, its flag and how to free space; any other error is returned wrapped.
-func quotaFailure(err error) error {
-	var ex *quota.ExceededError
-	if !errors.As(err, &ex) {
-		return fmt.Errorf("check the quota: %w", err)
-	}
+// quotaFailure is the Failure of what would pass a user's quota, naming the quota, its flag and
+// how to free space.
+func quotaFailure(ex *quota.ExceededError) *Failure {
 	detail := map[string]any{"quota": ex.Kind, "limit": ex.Limit, "used": ex.Used, "needed": ex.Want, "unit": ex.Unit, "flag": ex.Flag}
 	if !ex.FreesAt.IsZero() {
 		detail["freesAt"] = ex.FreesAt.UTC().Format(time.RFC3339)

@@ -1,6 +1,8 @@
 package tools
 
 import (
+	"context"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavern/taverntest"
 	"strings"
 	"testing"
 	"time"
@@ -47,5 +49,59 @@ func TestExportQuota(t *testing.T) {
 	clk.Advance(DefaultExportTTL)
 	if res := e.call("export_tavern_worldbook", args); res.IsError {
 		t.Fatalf("once the exports expired: %s", text(res))
+	}
+}
+
+// TestAsideQuota: kept-aside import data is bounded per user (--aside-user-bytes): an import whose
+// leftovers would pass the quota is refused before anything is sent to the card service (GET /me
+// aside), naming the quota and its flag; and a record expires (--aside-ttl) instead of staying
+// for good.
+func TestAsideQuota(t *testing.T) {
+	t.Parallel()
+	kv := store.NewMemory()
+	file := taverntest.Real(t, "default_Seraphina.png")
+	e, _ := newTavernEnv(t, tavernEnvConfig{opts: Options{Aside: aside.NewKVWith(kv, aside.KVOptions{UserBytes: 200, TTL: time.Hour})}})
+	before := e.requests.n.Load()
+	env, _ := e.fail("import_tavern_card", jsonArg(t, map[string]any{"source": map[string]any{"dataBase64": b64(file)}}))
+	msg, _ := env["message"].(string)
+	if env["error"] != codeQuotaExceeded || !strings.Contains(msg, "--aside-user-bytes") {
+		t.Fatalf("an import over the kept-aside quota: %v", env)
+	}
+	if n := e.requests.n.Load() - before; n > 1 {
+		t.Errorf("an import refused by the quota made %d card service calls, want at most GET /me", n)
+	}
+	if got := e.svc.Inventory(e.svc.DemoToken()); got.Cards != 0 {
+		t.Errorf("an import refused by the quota made cards: %v", got.Cards)
+	}
+}
+
+// ttlKV records the lifetime of each value written.
+type ttlKV struct {
+	store.KV
+	ttls map[string]time.Duration
+}
+
+func (k *ttlKV) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	k.ttls[key] = ttl
+	return k.KV.Set(ctx, key, value, ttl)
+}
+
+// TestAsideExpires: a kept-aside record in the server's store expires its TTL after its last
+// write (before, it was kept for good).
+func TestAsideExpires(t *testing.T) {
+	t.Parallel()
+	kv := &ttlKV{KV: store.NewMemory(), ttls: map[string]time.Duration{}}
+	s := aside.NewKVWith(kv, aside.KVOptions{TTL: time.Hour})
+	key := aside.Key{BaseURL: "http://x", UserID: "u", Kind: aside.KindCard, ID: "r1"}
+	if err := s.Put(t.Context(), key, []byte(`{"a":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	for k, ttl := range kv.ttls {
+		if strings.HasPrefix(k, "aside:") && ttl != time.Hour {
+			t.Errorf("a kept-aside record's lifetime is %s, want an hour", ttl)
+		}
+	}
+	if len(kv.ttls) == 0 {
+		t.Fatal("nothing written")
 	}
 }

@@ -391,6 +391,16 @@ func (s observedAside) Get(ctx context.Context, key AsideKey) ([]byte, bool, err
 	return data, ok, err
 }
 
+// Check passes on the wrapped store's quota check, when it has one.
+func (s observedAside) Check(ctx context.Context, user string, size int64) error {
+	if q, ok := s.AsideStore.(interface {
+		Check(ctx context.Context, user string, size int64) error
+	}); ok {
+		return q.Check(ctx, user, size)
+	}
+	return nil
+}
+
 func (s observedAside) Put(ctx context.Context, key AsideKey, data []byte) error {
 	err := s.AsideStore.Put(ctx, key, data)
 	if err != nil {

@@ -63,7 +63,8 @@ func openStore(ctx context.Context, spec string, f *serverFlags, af *httpAuthFla
 	}
 	if err == nil {
 		var m int
-		m, err = aside.ImportDir(ctx, filepath.Join(dir, "aside"), aside.NewKV(kv))
+		// Moved as they are: no quota refuses what was kept before there was one.
+		m, err = aside.ImportDir(ctx, filepath.Join(dir, "aside"), aside.NewKVWith(kv, aside.KVOptions{UserBytes: -1}))
 		n += m
 	}
 	if err != nil {
@@ -125,6 +126,8 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	maxConns := fs.Int("max-connections", defaultMaxConnections, "connections open at once, all clients together (more are answered 503 and closed)")
 	sourceConns := fs.Int("source-connections", 0, "connections one source address may hold open at once (behind --trusted-proxies, the proxies are exempt); more from it are answered 503 (0: a quarter of --max-connections)")
 	keepAlive := fs.Duration("keep-alive-idle", connlimit.DefaultIdle, "how long an idle keep-alive connection stays open while under half of --max-connections are; it shortens to 1s as they fill, and an idle one gives way to a new connection when none is left")
+	asideTTL := fs.Duration("aside-ttl", aside.DefaultTTL, "how long what the card service cannot hold of an imported file (kept-aside data) is kept after its import, for exports to put back (negative: for good)")
+	asideUserBytes := fs.Int64("aside-user-bytes", aside.DefaultUserBytes, "the size of one user's kept-aside import data together, in bytes; an import past it is refused before anything is sent (negative: no limit)")
 	idle := fs.Duration("session-idle-ttl", 30*time.Minute, "end MCP sessions idle this long")
 	userSessions := fs.Int("user-sessions", defaultUserSessions, "MCP sessions one user may have open at once (more: 429 until one ends or expires idle; 0: no limit; none without authorization)")
 	initRate := fs.Float64("user-initialize-rate", 1, "new MCP sessions (initialize) one user may start per second, in bursts of ten times that (0: no limit; none without authorization)")
@@ -250,7 +253,7 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		r.Observe(ctx, o)
 	}
-	f.tavern.aside = aside.NewKV(kv)
+	f.tavern.aside = aside.NewKVWith(kv, aside.KVOptions{TTL: *asideTTL, UserBytes: *asideUserBytes})
 	f.revisionStore = kv
 	f.exports = kv
 	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))
