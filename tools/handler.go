@@ -101,7 +101,9 @@ func generic(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if c.Body != nil {
 		body = upstream.CompactJSON(c.Body) // prepare made it: valid and compact
 	}
-	if err := c.Client.Call(ctx, c.Tool.Operation, c.Params, body, &out); err != nil {
+	err := c.Client.Call(ctx, c.Tool.Operation, c.Params, body, &out)
+	c.afterWrite(ctx, err)
+	if err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -2,7 +2,11 @@ package tools
 
 import (
 	"context"
+	"fmt"
+	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavern/taverntest"
+	"github.com/mark3labs/mcp-go/mcp"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +107,74 @@ func TestAsideExpires(t *testing.T) {
 	}
 	if len(kv.ttls) == 0 {
 		t.Fatal("nothing written")
+	}
+}
+
+// shadowCount is how many trial shadows kv holds.
+func shadowCount(t *testing.T, kv store.KV) int {
+	t.Helper()
+	n := 0
+	if err := kv.Scan(t.Context(), "rev:trial:", func(string) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestTrialShadows: an upsert the card service refuses (every slot taken) keeps no shadow;
+// delete_trial_card removes its trial's shadow; and a user's shadows are counted: a new trial
+// past --trial-shadows-per-user is refused before anything is sent, naming the quota.
+func TestTrialShadows(t *testing.T) {
+	t.Parallel()
+	clk := authtest.NewClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	svc, err := sandbox.New(sandbox.Options{CheckResponses: true, DemoToken: demoToken, TrialSlots: 2, Clock: clk.Now, TrialTTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kv := store.NewMemory()
+	e, _ := newTavernEnv(t, tavernEnvConfig{svc: svc, opts: Options{Revisions: revisions.New(kv, revisions.DefaultRetention()), TrialShadowsPerUser: 3}})
+	upsert := func(key string) *mcp.CallToolResult {
+		return e.call("upsert_trial_card", jsonArg(t, map[string]any{"clientKey": key, "card": map[string]any{"roleName": "Mira " + key}}))
+	}
+	for _, k := range []string{"a", "b"} {
+		if res := upsert(k); res.IsError {
+			t.Fatalf("upsert %s: %s", k, text(res))
+		}
+	}
+	if n := shadowCount(t, kv); n != 2 {
+		t.Fatalf("%d shadows for two trials", n)
+	}
+	for i := range 5 {
+		env, _ := e.fail("upsert_trial_card", jsonArg(t, map[string]any{"clientKey": fmt.Sprintf("full-%d", i), "card": map[string]any{"roleName": "x"}}))
+		if env["error"] != "trial_slots_full" {
+			t.Fatalf("with every slot taken: %v", env)
+		}
+	}
+	if n := shadowCount(t, kv); n != 2 {
+		t.Fatalf("refused upserts kept shadows: %d, want 2", n)
+	}
+	e.ok("delete_trial_card", `{"clientKey":"a"}`)
+	if n := shadowCount(t, kv); n != 1 {
+		t.Fatalf("delete_trial_card left its shadow: %d shadows, want 1", n)
+	}
+	if res := upsert("c"); res.IsError {
+		t.Fatalf("upsert c: %s", text(res))
+	}
+	e.ok("delete_trial_card", `{"clientKey":"c"}`)
+	// The quota counts shadows whose trial expired at the service (b's; c was deleted): with
+	// the slots free again, a new trial fits, the next is past the quota of 3.
+	clk.Advance(2 * time.Hour)
+	for _, k := range []string{"e", "f"} {
+		if res := upsert(k); res.IsError {
+			t.Fatalf("upsert %s: %s", k, text(res))
+		}
+	}
+	clk.Advance(2 * time.Hour)
+	before := e.requests.n.Load()
+	env, _ := e.fail("upsert_trial_card", jsonArg(t, map[string]any{"clientKey": "d", "card": map[string]any{"roleName": "x"}}))
+	if env["error"] != codeQuotaExceeded || !strings.Contains(env["message"].(string), "--trial-shadows-per-user") {
+		t.Fatalf("past the shadow quota: %v", env)
+	}
+	if n := e.requests.n.Load() - before; n > 2 {
+		t.Errorf("an upsert refused by the quota made %d card service calls (reads only are allowed)", n)
 	}
 }

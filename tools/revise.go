@@ -62,6 +62,9 @@ type reviser struct {
 	drops  int               // older revisions the retention dropped meanwhile
 	notes  []string          // what a revision could not hold
 	client string            // the MCP client, for the record
+	// refused, when set, undoes what was kept for the write when the card service refuses it
+	// (shadows.go).
+	refused func(ctx context.Context)
 }
 
 // beforeWrite keeps, once per call, the revision the tool's Revise makes; a handler calls it
@@ -480,6 +483,12 @@ func (c *Call) keepTrial(ctx context.Context, key string, changes []string, next
 	data, err := json.Marshal(sh)
 	if err != nil {
 		return fmt.Errorf("encode the trial card: %w", err)
+	}
+	if err := c.reserveShadow(ctx, user, key); err != nil {
+		return err
+	}
+	if st == nil {
+		c.forgetShadowOnRefusal(user, key)
 	}
 	// Saved before the write: a write that fails leaves digests that do not match it, and the
 	// shadow is then not used.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
+	"github.com/cardwriter/cardwriter-mcp/internal/quota"
 	"log/slog"
 	"slices"
 	"time"
@@ -80,6 +81,9 @@ type Options struct {
 	// ExportUserBytes bounds one user's live exports together, in bytes (0: DefaultExportUserBytes;
 	// negative: no limit).
 	ExportUserBytes int64
+	// TrialShadowsPerUser bounds the trial cards whose text one user's writes left kept (for
+	// revisions) at once (0: DefaultTrialShadows; negative: no limit).
+	TrialShadowsPerUser int
 	// now is the clock of export expiry (tests); nil is time.Now.
 	now func() time.Time
 	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the
@@ -165,6 +169,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		d.aside = observedAside{d.aside, opts.Observer}
 	}
 	d.exports = newExports(opts, client, log)
+	d.shadows = newShadowLedger(opts, d.exports)
 	d.match = opts.MatchBudget
 	if d.match == nil {
 		d.match = cpubudget.New(0, 0)
@@ -220,6 +225,7 @@ type deps struct {
 	revs     *RevisionStore // nil: revisions are off
 	exports  *exports
 	match    *cpubudget.Limiter
+	shadows  *quota.Ledger // trial shadows per user (shadows.go)
 }
 
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the

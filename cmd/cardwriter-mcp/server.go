@@ -79,8 +79,10 @@ type serverFlags struct {
 	// in memory (stdio); exportTTL is how long they stay readable (--export-ttl).
 	exports   store.KV
 	exportTTL time.Duration
-	// exportUserBytes bounds one user's live exports (--export-user-bytes).
+	// exportUserBytes bounds one user's live exports (--export-user-bytes); trialShadows the
+	// trial cards whose text one user's writes left kept (--trial-shadows-per-user).
 	exportUserBytes int64
+	trialShadows    int
 	// matchBudget and matchUserBudget bound regular expression matching time per call and per
 	// user a minute (--match-budget, --match-user-budget; negative: no bound).
 	matchBudget, matchUserBudget time.Duration
@@ -103,6 +105,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 		fs.IntVar(&f.keep.PerObject, "revisions-per-object", f.keep.PerObject, "revisions kept per card, worldbook or trial card before the writes that replace their content (0: keep none, and serve no revisions tools)")
 		fs.DurationVar(&f.keep.MaxAge, "revisions-max-age", f.keep.MaxAge, "drop revisions older than this (0: no age limit)")
 		fs.Int64Var(&f.keep.UserBytes, "revisions-user-bytes", f.keep.UserBytes, "the size of one user's revisions together, in bytes; the oldest go first (0: no limit)")
+		fs.IntVar(&f.trialShadows, "trial-shadows-per-user", tools.DefaultTrialShadows, "trial cards whose text one user's writes left kept for revisions at once (removed with the trial); a new trial card past it is refused until one is deleted (negative: no limit)")
 	}
 	fs.IntVar(&f.resultBudget, "result-budget", 0, fmt.Sprintf("the most cl100k tokens a tool result's text or structuredContent may hold; pages fit it (0: %d)", tools.DefaultResultBudget))
 	fs.DurationVar(&f.exportTTL, "export-ttl", tools.DefaultExportTTL, "how long an export too large for a tool result stays readable by resources/read at its resource_link, by the user who made it")
@@ -169,9 +172,10 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		MatchBudget:  cpubudget.New(f.matchBudget, f.matchUserBudget),
 
 		// Large exports (tools/exports.go).
-		Exports:         f.exports,
-		ExportTTL:       f.exportTTL,
-		ExportUserBytes: f.exportUserBytes,
+		Exports:             f.exports,
+		ExportTTL:           f.exportTTL,
+		ExportUserBytes:     f.exportUserBytes,
+		TrialShadowsPerUser: f.trialShadows,
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,
