@@ -35,6 +35,9 @@ const DefaultExportTTL = time.Hour
 // per export holding its owner, expiry and bytes (exportRecord).
 const exportKeyPrefix = "export:"
 
+// ExportKeyPrefix starts the store keys of large exports (for the store's sealing).
+const ExportKeyPrefix = exportKeyPrefix
+
 // exportScheme is the URI scheme of large exports: export://ID.
 const exportScheme = "export"
 

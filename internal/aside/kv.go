@@ -65,8 +65,11 @@ func (s *KV) Check(ctx context.Context, user string, size int64) error {
 	return s.quota.Check(ctx, user, size)
 }
 
+// KeyPrefix starts the store keys of kept-aside records.
+const KeyPrefix = "aside:"
+
 func kvKey(key Key) string {
-	return "aside:" + strings.TrimSuffix(filepath.Base((&File{}).path(key)), ".json")
+	return KeyPrefix + strings.TrimSuffix(filepath.Base((&File{}).path(key)), ".json")
 }
 
 // Get returns the record of key.

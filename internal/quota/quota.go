@@ -16,8 +16,8 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 )
 
-// keyPrefix starts the ledgers' keys: "quota:" + kind + ":" + a digest of the user.
-const keyPrefix = "quota:"
+// KeyPrefix starts the ledgers' keys: "quota:" + kind + ":" + a digest of the user.
+const KeyPrefix = "quota:"
 
 // Ledger is one kind's per-user ledgers.
 type Ledger struct {
@@ -71,7 +71,7 @@ type ledger struct {
 
 func (l *Ledger) key(user string) string {
 	sum := sha256.Sum256([]byte(user))
-	return keyPrefix + l.kind + ":" + hex.EncodeToString(sum[:16])
+	return KeyPrefix + l.kind + ":" + hex.EncodeToString(sum[:16])
 }
 
 // live returns led's items not expired at now.
