@@ -170,6 +170,12 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	}
 	d.exports = newExports(opts, client, log)
 	d.shadows = newShadowLedger(opts, d.exports)
+	if qo, ok := opts.Observer.(interface {
+		Quota(kind string, used int64, refused bool)
+	}); ok {
+		d.exports.quota.SetObserver(qo.Quota)
+		d.shadows.SetObserver(qo.Quota)
+	}
 	d.match = opts.MatchBudget
 	if d.match == nil {
 		d.match = cpubudget.New(0, 0)

@@ -310,7 +310,11 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		r.Observe(ctx, o)
 	}
-	f.tavern.aside = aside.NewKVWith(kv, aside.KVOptions{TTL: *asideTTL, UserBytes: *asideUserBytes})
+	asideOpts := aside.KVOptions{TTL: *asideTTL, UserBytes: *asideUserBytes}
+	if f.metrics != nil {
+		asideOpts.Observer = f.metrics.Quota
+	}
+	f.tavern.aside = aside.NewKVWith(kv, asideOpts)
 	f.revisionStore = kv
 	f.exports = kv
 	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))

@@ -37,6 +37,7 @@ type KVOptions struct {
 	TTL       time.Duration // a record's life since its last write (0: DefaultTTL; negative: none)
 	UserBytes int64         // one user's records together (0: DefaultUserBytes; negative: no limit)
 	Now       func() time.Time
+	Observer  quota.Observer // told of each user's usage; may be nil
 }
 
 // NewKV returns a Store on kv with the default bounds.
@@ -56,6 +57,7 @@ func NewKVWith(kv store.KV, opts KVOptions) *KV {
 		opts.Now = time.Now
 	}
 	q.SetClock(opts.Now)
+	q.SetObserver(opts.Observer)
 	return &KV{kv: kv, ttl: max(opts.TTL, 0), quota: q, now: opts.Now}
 }
 

@@ -28,6 +28,19 @@ type Ledger struct {
 	flag  string
 	free  string
 	now   func() time.Time
+	obs   Observer
+}
+
+// Observer is told of each change of a user's usage (refused false) and each refusal.
+type Observer func(kind string, used int64, refused bool)
+
+// SetObserver sets who is told of usage changes and refusals (nil: nobody).
+func (l *Ledger) SetObserver(o Observer) { l.obs = o }
+
+func (l *Ledger) observe(used int64, refused bool) {
+	if l.obs != nil {
+		l.obs(l.kind, used, refused)
+	}
 }
 
 // New returns the ledger of kind in kv: a user's items together may hold at most limit (in
@@ -106,9 +119,14 @@ func (l *Ledger) Reserve(ctx context.Context, user, id string, size int64, expir
 		used += size
 		return json.Marshal(led)
 	})
+	var ex *ExceededError
+	if errors.As(err, &ex) {
+		l.observe(ex.Used, true)
+	}
 	if err != nil {
 		return 0, err
 	}
+	l.observe(used, false)
 	return used, nil
 }
 
@@ -122,6 +140,7 @@ func (l *Ledger) Check(ctx context.Context, user string, size int64) error {
 		return err
 	}
 	if used+size > l.limit {
+		l.observe(used, true)
 		return &ExceededError{Kind: l.kind, Limit: l.limit, Used: used, Want: size, Unit: l.unit, Flag: l.flag, Free: l.free, FreesAt: freesAt}
 	}
 	return nil
