@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding/json"
 	"fmt"
 	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
 	"math/rand/v2"
@@ -93,5 +94,30 @@ func TestCPUTriggersDefaultBudget(t *testing.T) {
 	t.Logf("test_worldbook_triggers, 64 catastrophic keys, default budgets: %.2f CPU-s (%v)", used.Seconds(), env["error"])
 	if used > cpubudget.DefaultPerCall+time.Second {
 		t.Errorf("one call cost %.2f CPU-s, over its budget of %s", used.Seconds(), cpubudget.DefaultPerCall)
+	}
+}
+
+// TestCPUReviewBudget: review_card of a card whose imported lorebook has catastrophic /regex/
+// keys (matched against its first message by the review and the preview) stops at the matching
+// budget with a retryable error naming it.
+func TestCPUReviewBudget(t *testing.T) {
+	e := newEnv(t, Options{MatchBudget: cpubudget.New(300*time.Millisecond, -1)})
+	entries := make([]any, 16)
+	for i := range entries {
+		entries[i] = map[string]any{"keys": []any{fmt.Sprintf(`/(a+)+b%d/`, i)}, "content": "x", "name": fmt.Sprintf("S%d", i),
+			"insertion_order": i, "enabled": true, "extensions": map[string]any{}}
+	}
+	book, _ := json.Marshal(map[string]any{"spec": "chara_card_v3", "spec_version": "3.0", "data": map[string]any{
+		"name": "Slow", "first_mes": strings.Repeat("a", 40) + "!", "character_book": map[string]any{"name": "Slow book", "entries": entries}}})
+	roleID := importCard(t, e, book, nil)["roleId"].(string)
+	start := cpuTime(t)
+	env, _ := e.fail("review_card", `{"roleId":"`+roleID+`"}`)
+	used := cpuTime(t) - start
+	t.Logf("review_card, 16 catastrophic keys, budget 0.3 s a call: %.2f CPU-s", used.Seconds())
+	if env["error"] != "budget_exceeded" || !strings.Contains(env["message"].(string), "--match-budget") {
+		t.Fatalf("review over the matching budget: %v", env)
+	}
+	if used > 1200*time.Millisecond {
+		t.Errorf("a review over its 0.3 s budget cost %.2f CPU-s", used.Seconds())
 	}
 }

@@ -85,7 +85,11 @@ var (
 )
 
 // Review reviews a card and its bound worldbooks.
-func Review(c Card, wbs []Worldbook) (Report, error) {
+func Review(c Card, wbs []Worldbook) (Report, error) { return ReviewWithin(c, wbs, nil) }
+
+// ReviewWithin is Review with the regular expression matches of the worldbooks' keys drawn
+// from budget (nil: none); it stops at the budget's error, returning it.
+func ReviewWithin(c Card, wbs []Worldbook, budget tavern.MatchBudget) (Report, error) {
 	r := Report{RoleID: c.RoleID, Encoding: Encoding, Tokens: Tokens{Parts: map[string]int{}}, Findings: []Finding{}}
 	add := func(sev, field, msg, fix string) {
 		r.Findings = append(r.Findings, Finding{Severity: sev, Field: field, Message: msg, Fix: fix})
@@ -255,7 +259,11 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 					keywordOwners[k] = append(keywordOwners[k], e.Name)
 				}
 			}
-			if res := tavern.Match([]tavern.Entry{e}, opening, tavern.MatchOptions{}, macros); len(res) == 1 && res[0].Fired {
+			res, err := tavern.MatchWithin([]tavern.Entry{e}, opening, tavern.MatchOptions{}, macros, budget)
+			if err != nil {
+				return Report{}, err
+			}
+			if len(res) == 1 && res[0].Fired {
 				add(Info, f, fmt.Sprintf("The card's own first message or example dialogue fires the entry (%s): it is in the context from the first message.",
 					strings.Join(res[0].Matched, ", ")), "Make it constant if it always belongs, or narrow its keywords.")
 			}
