@@ -104,14 +104,8 @@ func (l *Ledger) Reserve(ctx context.Context, user, id string, size int64, expir
 			_ = json.Unmarshal(old, &led) // a damaged ledger starts over
 		}
 		led.Items = slices.DeleteFunc(live(led, now), func(it item) bool { return it.ID == id })
-		used = 0
 		var freesAt time.Time
-		for _, it := range led.Items {
-			used += it.Size
-			if !it.Expires.IsZero() && (freesAt.IsZero() || it.Expires.Before(freesAt)) {
-				freesAt = it.Expires
-			}
-		}
+		used, freesAt = total(led.Items)
 		if l.limit > 0 && used+size > l.limit {
 			return nil, &ExceededError{Kind: l.kind, Limit: l.limit, Used: used, Want: size, Unit: l.unit, Flag: l.flag, Free: l.free, FreesAt: freesAt}
 		}
@@ -157,13 +151,20 @@ func (l *Ledger) Usage(ctx context.Context, user string) (used int64, freesAt ti
 	}
 	var led ledger
 	_ = json.Unmarshal(raw, &led)
-	for _, it := range live(led, l.now()) {
+	used, freesAt = total(live(led, l.now()))
+	return used, freesAt, nil
+}
+
+// total returns the size of items together and when the first of them to expire does (zero:
+// none expires).
+func total(items []item) (used int64, freesAt time.Time) {
+	for _, it := range items {
 		used += it.Size
 		if !it.Expires.IsZero() && (freesAt.IsZero() || it.Expires.Before(freesAt)) {
 			freesAt = it.Expires
 		}
 	}
-	return used, freesAt, nil
+	return used, freesAt
 }
 
 // Release forgets id of user's items (its space is free again).

@@ -111,6 +111,12 @@ func (s *KV) forged(key string) {
 // Get returns a key's value; a sealed one that fails its MAC reads as store.ErrNotFound.
 func (s *KV) Get(ctx context.Context, key string) ([]byte, error) {
 	raw, err := s.KV.Get(ctx, key)
+	return s.read(key, raw, err)
+}
+
+// read is what a read of key that returned raw, err gives: the value opened, store.ErrNotFound
+// for one that fails its MAC.
+func (s *KV) read(key string, raw []byte, err error) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -135,14 +141,7 @@ func (s *KV) Create(ctx context.Context, key string, value []byte, ttl time.Dura
 // Take returns a key's value and deletes it; a forged one is deleted and reads as absent.
 func (s *KV) Take(ctx context.Context, key string) ([]byte, error) {
 	raw, err := s.KV.Take(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	v, ok := s.open(key, raw)
-	if !ok {
-		return nil, store.ErrNotFound
-	}
-	return v, nil
+	return s.read(key, raw, err)
 }
 
 // Update replaces a key's value with what change returns for the current one; a forged current
