@@ -102,8 +102,11 @@ func measure(res *mcp.CallToolResult, budget int) (size resultSize, over bool, e
 			over = true
 			continue
 		}
-		if *part.tokens, err = tokens.CountUpTo(part.s, budget); err != nil {
-			return size, false, err
+		*part.tokens = len(part.s) // an upper bound: a token is at least one byte
+		if len(part.s) > budget {
+			if *part.tokens, err = tokens.CountUpTo(part.s, budget); err != nil {
+				return size, false, err
+			}
 		}
 		if *part.tokens > budget {
 			over = true
