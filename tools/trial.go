@@ -69,7 +69,11 @@ func trialTools() []Tool {
 					fmt.Sprintf("Delete trial card %q now? Its card and worldbook are gone for good.", key)); err != nil {
 					return nil, err
 				}
-				return generic(ctx, c)
+				out, err := generic(ctx, c)
+				if err == nil {
+					c.forgetDeletedTrial(ctx, key)
+				}
+				return out, err
 			},
 			Revise: reviseDeleteTrial,
 			Guard:  true,
