@@ -74,6 +74,15 @@ type Options struct {
 	// Exports keeps the exports too large for a result, for resources/read (Redis shared by
 	// replicas, or the embedded store); nil keeps them in memory.
 	Exports store.KV
+	// Confirm is how the author is asked before what cannot be undone (--confirm); "" is
+	// DefaultConfirmPolicy.
+	Confirm ConfirmPolicy
+	// SigningKey signs confirmation tokens, request states and download URLs; nil uses a key
+	// kept in State (made by the first replica that needs one).
+	SigningKey []byte
+	// State keeps what replicas must agree on besides exports: the signing key and the spent
+	// confirmation tokens; nil keeps it in memory.
+	State store.KV
 	// ExportTTL is how long such an export stays readable; 0 is DefaultExportTTL.
 	ExportTTL time.Duration
 	// now is the clock of export expiry (tests); nil is time.Now.
@@ -158,6 +167,11 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		d.aside = observedAside{d.aside, opts.Observer}
 	}
 	d.exports = newExports(opts, client, log)
+	state := opts.State
+	if state == nil {
+		state = store.NewMemory()
+	}
+	d.confirm = newConfirmer(opts, state, newSigner(opts.SigningKey, state))
 	if opts.Dynamic {
 		dt := &dynamicToolsets{srv: srv, selected: selected, d: d}
 		if err := dt.start(); err != nil {
@@ -208,6 +222,7 @@ type deps struct {
 	files    *LocalFiles
 	revs     *RevisionStore // nil: revisions are off
 	exports  *exports
+	confirm  *confirmer
 }
 
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
@@ -280,7 +295,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	}
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
-		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports}
+		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, confirm: d.confirm}
 	if d.revs != nil && (t.Revise != nil || t.Toolset == ToolsetRevisions) {
 		call.revs = &reviser{d: d, client: clientName(ctx)}
 	}

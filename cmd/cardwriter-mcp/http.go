@@ -236,6 +236,7 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	f.tavern.aside = aside.NewKV(kv)
 	f.revisionStore = kv
 	f.exports = kv
+	f.state = kv
 	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))
 	sessionLimits := sessions.Limits{User: requestUser, MaxSessions: *userSessions, InitializeRate: *initRate}
 	if f.metrics != nil {

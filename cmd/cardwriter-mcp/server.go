@@ -81,6 +81,11 @@ type serverFlags struct {
 	// inlineExports (the export commands): every export inline, whatever its size; a file is
 	// written, no model reads it.
 	inlineExports bool
+	// confirm is --confirm: how the author is asked before what cannot be undone.
+	confirm string
+	// state (http) keeps the signing key and spent confirmations in the server's store; nil
+	// keeps them in memory (stdio).
+	state store.KV
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -96,6 +101,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	if name := fs.Name(); name == "stdio" || name == "http" {
 		fs.IntVar(&f.keep.PerObject, "revisions-per-object", f.keep.PerObject, "revisions kept per card, worldbook or trial card before the writes that replace their content (0: keep none, and serve no revisions tools)")
 		fs.DurationVar(&f.keep.MaxAge, "revisions-max-age", f.keep.MaxAge, "drop revisions older than this (0: no age limit)")
+		fs.StringVar(&f.confirm, "confirm", string(tools.DefaultConfirmPolicy), "how the author confirms publish_card and delete_trial_card: elicit (a form where the client declares form elicitation; a client declaring none is not asked; where the host cannot show the form, as headless claude -p, asked in the conversation), conversation (the model asks the author and calls again with the one-time confirmationToken) or never")
 		fs.Int64Var(&f.keep.UserBytes, "revisions-user-bytes", f.keep.UserBytes, "the size of one user's revisions together, in bytes; the oldest go first (0: no limit)")
 	}
 	fs.IntVar(&f.resultBudget, "result-budget", 0, fmt.Sprintf("the most cl100k tokens a tool result's text or structuredContent may hold; pages fit it (0: %d)", tools.DefaultResultBudget))
@@ -128,6 +134,10 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 	}
 	if f.resultBudget != 0 && (f.resultBudget < tools.MinResultBudget || f.resultBudget > tools.MaxResultBudget) {
 		return nil, fmt.Errorf("--result-budget %d: give 0 (the default, %d) or %d to %d tokens", f.resultBudget, tools.DefaultResultBudget, tools.MinResultBudget, tools.MaxResultBudget)
+	}
+	confirm, err := tools.ParseConfirmPolicy(f.confirm)
+	if err != nil {
+		return nil, err
 	}
 	b := &backend{logger: logger}
 	client, svc, err := f.newClient(logger, sandboxBase)
@@ -169,6 +179,8 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		LocalFiles: f.tavern.files,
 
 		Revisions: f.revisions(),
+		Confirm:   confirm,
+		State:     f.state,
 	})
 	if err != nil {
 		return nil, err
