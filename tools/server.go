@@ -81,8 +81,11 @@ type Options struct {
 	// kept in State (made by the first replica that needs one).
 	SigningKey []byte
 	// State keeps what replicas must agree on besides exports: the signing key and the spent
-	// confirmation tokens; nil keeps it in memory.
+	// confirmation tokens; nil keeps it in Exports, or in memory when that is nil too.
 	State store.KV
+	// PublicURL (HTTP) is the origin the server's users reach it at: large exports then carry a
+	// download URL under it (served by DownloadHandler); "" gives none.
+	PublicURL string
 	// ExportTTL is how long such an export stays readable; 0 is DefaultExportTTL.
 	ExportTTL time.Duration
 	// now is the clock of export expiry (tests); nil is time.Now.
@@ -166,12 +169,10 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	if opts.Observer != nil {
 		d.aside = observedAside{d.aside, opts.Observer}
 	}
-	d.exports = newExports(opts, client, log)
-	state := opts.State
-	if state == nil {
-		state = store.NewMemory()
-	}
-	d.confirm = newConfirmer(opts, state, newSigner(opts.SigningKey, state))
+	state := opts.stateStore()
+	keys := newSigner(opts.SigningKey, state)
+	d.exports = newExports(opts, client, log, keys)
+	d.confirm = newConfirmer(opts, state, keys)
 	if opts.Dynamic {
 		dt := &dynamicToolsets{srv: srv, selected: selected, d: d}
 		if err := dt.start(); err != nil {
@@ -400,4 +401,16 @@ func (s observedAside) Put(ctx context.Context, key AsideKey, data []byte) error
 		s.o.StoreError()
 	}
 	return err
+}
+
+// stateStore returns where the server keeps its signing key and spent confirmations: State,
+// else Exports, else a new memory store.
+func (o *Options) stateStore() store.KV {
+	switch {
+	case o.State != nil:
+		return o.State
+	case o.Exports != nil:
+		return o.Exports
+	}
+	return store.NewMemory()
 }

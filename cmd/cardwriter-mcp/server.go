@@ -83,6 +83,8 @@ type serverFlags struct {
 	inlineExports bool
 	// confirm is --confirm: how the author is asked before what cannot be undone.
 	confirm string
+	// publicURL (http) is the origin download URLs of large exports are under.
+	publicURL string
 	// state (http) keeps the signing key and spent confirmations in the server's store; nil
 	// keeps them in memory (stdio).
 	state store.KV
@@ -181,6 +183,7 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Revisions: f.revisions(),
 		Confirm:   confirm,
 		State:     f.state,
+		PublicURL: f.publicURL,
 	})
 	if err != nil {
 		return nil, err
