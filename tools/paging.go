@@ -37,8 +37,8 @@ const codeInvalidCursor = "invalid_cursor"
 
 // pageArgs are the arguments tools.json's extensions give a list tool.
 type pageArgs struct {
-	Cursor string `json:"cursor"`
-	Limit  int    `json:"limit"`
+	Cursor   string   `json:"cursor"`
+	Limit    int      `json:"limit"`
 	Query    string   `json:"query"`
 	Detail   string   `json:"detail"`
 	EntryIDs []string `json:"entryIds"`
