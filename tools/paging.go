@@ -221,8 +221,12 @@ func pageSummary(out map[string]any, noun, nouns string) string {
 }
 
 // briefContent is how much of an entry's content a brief entry shows, in characters: its
-// start, or with a query the passage around the first match.
-const briefContent = 160
+// start.
+const briefContent = 100
+
+// snippetContent is how much a brief entry shows with a query: the passage around the first
+// match, in characters.
+const snippetContent = 160
 
 // snippetLead is how much of the content before a match a brief entry shows, in characters.
 const snippetLead = 50
@@ -331,11 +335,15 @@ func entriesByID(ids []string, entries []any) ([]listItem, map[string]any, error
 	return items, nil, nil
 }
 
-// snippet is what a brief entry shows of content: the passage around the first place a query
-// word appears, else its start, at most briefContent characters, "…" where cut.
+// snippet is what a brief entry shows of content: with a query, the passage around the first
+// place a query word appears (at most snippetContent characters), else its start (briefContent),
+// "…" where cut.
 func snippet(content string, words []string) string {
+	if len(words) == 0 {
+		return cut(content, briefContent)
+	}
 	r := []rune(content)
-	if len(r) <= briefContent {
+	if len(r) <= snippetContent {
 		return content
 	}
 	start := -1
@@ -350,13 +358,13 @@ func snippet(content string, words []string) string {
 		}
 	}
 	if start <= snippetLead {
-		return cut(content, briefContent)
+		return cut(content, snippetContent)
 	}
 	from := start - snippetLead
 	if sp := strings.IndexByte(string(r[from:start]), ' '); sp >= 0 {
 		from += utf8.RuneCountInString(string(r[from:start])[:sp+1])
 	}
-	return "…" + cut(string(r[from:]), briefContent)
+	return "…" + cut(string(r[from:]), snippetContent)
 }
 
 // entryScore scores an entry against a query's words (lower case): per word, 3 when the name
