@@ -268,7 +268,11 @@ func confirm(ctx context.Context, c *Call, action, message string) error {
 				return ctx.Err()
 			}
 			c.Log.LogAttrs(ctx, slog.LevelInfo, "confirmation not obtained", slog.String("tool", c.Tool.Name), slog.String("err", err.Error()))
-			res = nil
+			if ectx.Err() == nil {
+				// The host answered with an error: it showed nothing.
+				return cf.askInConversation(ctx, c, action, "The host could not show the confirmation (it answered the question with an error), so the author was not asked.")
+			}
+			res = nil // no answer in time
 		}
 	}
 	if res != nil && res.Action == mcp.ElicitationResponseActionAccept {

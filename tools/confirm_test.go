@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -278,4 +279,24 @@ func TestConfirmationForgedAnswer(t *testing.T) {
 	if res := send(state, true); !asked(res) {
 		t.Errorf("a request state used twice counted: %v", res)
 	}
+}
+
+// failingElicit is a host that answers every elicitation with an error.
+type failingElicit struct{}
+
+func (failingElicit) Elicit(context.Context, mcp.ElicitationRequest) (*mcp.ElicitationResult, error) {
+	return nil, errors.New("elicitation is not supported in this mode")
+}
+
+// TestConfirmationHostError: a host that answers the form with an error showed nothing: the
+// call is not reported as the author's no, and the conversation's token works.
+func TestConfirmationHostError(t *testing.T) {
+	t.Parallel()
+	e, roleID := confirmEnv(t, tavernEnvConfig{elicit: failingElicit{}}, nil)
+	res := e.call("publish_card", `{"roleId":"`+roleID+`"}`)
+	env, _ := ErrorEnvelope(res)
+	if env["error"] != codeConfirmationRequired || !strings.Contains(env["message"].(string), "could not show") {
+		t.Fatalf("%v", env)
+	}
+	e.ok("publish_card", withToken(t, `{"roleId":"`+roleID+`"}`, env["detail"].(map[string]any)["confirmationToken"].(string)))
 }

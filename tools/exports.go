@@ -54,9 +54,9 @@ type exportRecord struct {
 	Expires  time.Time `json:"expiresAt"`
 }
 
-// exportIndexPrefix starts the store keys that list a user's live exports for resources/list:
-// "exports-of:" + a digest of the owner + ":" + the export's id, each holding its link (never
-// the bytes), expiring with the export.
+// exportIndexPrefix starts the store key that lists a user's live exports for resources/list:
+// "exports-of:" + a digest of the owner, one value holding the links (never the bytes) of the
+// newest maxListedExports, pruned of the expired at each export, expiring with the newest.
 const exportIndexPrefix = "exports-of:"
 
 // maxListedExports bounds how many of a user's exports resources/list names.
@@ -301,14 +301,30 @@ func (x *exports) keep(ctx context.Context, name, mime string, isText bool, data
 		}
 		link.DownloadURL = x.public + DownloadPath + key + "." + sig
 	}
-	entry, err := json.Marshal(link)
-	if err != nil {
-		return exportLink{}, err
-	}
-	if err := x.kv.Set(ctx, exportIndexPrefix+ownerDigest(owner)+":"+key, entry, x.ttl); err != nil {
+	if _, err := x.kv.Update(ctx, exportIndexPrefix+ownerDigest(owner), x.ttl, func(old []byte) ([]byte, error) {
+		links := x.liveOf(old)
+		links = append(links, link)
+		if len(links) > maxListedExports {
+			links = links[len(links)-maxListedExports:]
+		}
+		return json.Marshal(links)
+	}); err != nil {
 		return exportLink{}, fmt.Errorf("list the export for resources/list: %w", err)
 	}
 	return link, nil
+}
+
+// liveOf returns the links of an index value that have not expired, oldest first.
+func (x *exports) liveOf(raw []byte) []exportLink {
+	var links []exportLink
+	if len(raw) == 0 || json.Unmarshal(raw, &links) != nil {
+		return nil
+	}
+	now := x.now()
+	return slices.DeleteFunc(links, func(l exportLink) bool {
+		exp, err := time.Parse(time.RFC3339, l.ExpiresAt)
+		return err != nil || !now.Before(exp)
+	})
 }
 
 // ownerDigest names an owner in a store key: hex, whatever the owner's id holds.
@@ -328,40 +344,21 @@ func (x *exports) downloadSig(ctx context.Context, id string, rec exportRecord) 
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18]), nil
 }
 
-// live returns the links of the caller's exports that have not expired, soonest to expire
-// last, at most maxListedExports.
+// live returns the links of the caller's exports that have not expired, newest first.
 func (x *exports) live(ctx context.Context) ([]exportLink, error) {
 	owner := exportOwner(ctx, x.client)
 	if owner == "" {
 		return nil, nil
 	}
-	prefix := exportIndexPrefix + ownerDigest(owner) + ":"
-	var keys []string
-	if err := x.kv.Scan(ctx, prefix, func(k string) error {
-		keys = append(keys, k)
-		if len(keys) >= maxListedExports {
-			return store.ErrStop
-		}
-		return nil
-	}); err != nil {
+	raw, err := x.kv.Get(ctx, exportIndexPrefix+ownerDigest(owner))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil
+	case err != nil:
 		return nil, fmt.Errorf("list the exports: %w", err)
 	}
-	var links []exportLink
-	for _, k := range keys {
-		raw, err := x.kv.Get(ctx, k)
-		if err != nil {
-			continue // expired meanwhile
-		}
-		var l exportLink
-		if json.Unmarshal(raw, &l) != nil {
-			continue
-		}
-		if exp, err := time.Parse(time.RFC3339, l.ExpiresAt); err != nil || !x.now().Before(exp) {
-			continue
-		}
-		links = append(links, l)
-	}
-	slices.SortFunc(links, func(a, b exportLink) int { return strings.Compare(b.ExpiresAt, a.ExpiresAt) })
+	links := x.liveOf(raw)
+	slices.Reverse(links)
 	return links, nil
 }
 
