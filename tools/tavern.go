@@ -155,7 +155,7 @@ func restoredSummary(out map[string]any) string {
 		s += fmt.Sprintf("; restored %s kept aside at import", phrase.Count(int64(len(k)), "field", "fields"))
 	}
 	if k := stringsOf(list(out, "notRestored")); len(k) > 0 {
-		s += fmt.Sprintf("; not restored (the card service does not hold them): %s", firstNames(k))
+		s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored): %s", phrase.Count(int64(len(k)), "field", "fields"), firstNames(k))
 	}
 	return s
 }
