@@ -174,12 +174,8 @@ var errExpired = errors.New("expired")
 // open checks a token of kind against the call, spends it (once, across replicas) and returns
 // its expiry.
 func (cf *confirmer) open(ctx context.Context, c *Call, kind, token string) (time.Time, error) {
-	rest, ok := strings.CutPrefix(token, kind)
+	buf, exp, ok := parseSeal(kind, token)
 	if !ok {
-		return time.Time{}, errBadSeal
-	}
-	buf, err := base64.RawURLEncoding.DecodeString(rest)
-	if err != nil || len(buf) != sealLen {
 		return time.Time{}, errBadSeal
 	}
 	key, err := cf.keys.secret(ctx)
@@ -189,9 +185,6 @@ func (cf *confirmer) open(ctx context.Context, c *Call, kind, token string) (tim
 	if !hmac.Equal(buf[15:], sealMAC(key, kind, buf[:15], binding(ctx, c))) {
 		return time.Time{}, errBadSeal
 	}
-	var e [8]byte
-	copy(e[2:], buf[9:15])
-	exp := time.UnixMilli(int64(binary.BigEndian.Uint64(e[:])))
 	ttl := exp.Sub(cf.now())
 	if ttl <= 0 {
 		return exp, errExpired
@@ -204,6 +197,22 @@ func (cf *confirmer) open(ctx context.Context, c *Call, kind, token string) (tim
 		return exp, errSpent
 	}
 	return exp, nil
+}
+
+// parseSeal reads a token of kind as seal made it: its bytes (nonce, expiry, MAC) and expiry;
+// ok is false for anything else. It checks no MAC.
+func parseSeal(kind, token string) (buf []byte, exp time.Time, ok bool) {
+	rest, ok := strings.CutPrefix(token, kind)
+	if !ok || len(rest) > 2*sealLen {
+		return nil, time.Time{}, false
+	}
+	buf, err := base64.RawURLEncoding.DecodeString(rest)
+	if err != nil || len(buf) != sealLen {
+		return nil, time.Time{}, false
+	}
+	var e [8]byte
+	copy(e[2:], buf[9:15])
+	return buf, time.UnixMilli(int64(binary.BigEndian.Uint64(e[:]))), true
 }
 
 // confirmArgs are the arguments tools.json's extensions give a tool that confirms.

@@ -300,3 +300,20 @@ func TestConfirmationHostError(t *testing.T) {
 	}
 	e.ok("publish_card", withToken(t, `{"roleId":"`+roleID+`"}`, env["detail"].(map[string]any)["confirmationToken"].(string)))
 }
+
+// FuzzParseSeal: a confirmationToken or request state from outside never panics the parser,
+// and what it accepts is exactly a seal's length.
+func FuzzParseSeal(f *testing.F) {
+	f.Add(tokenPrefix + strings.Repeat("A", 42))
+	f.Add(statePrefix + "x")
+	f.Add("")
+	f.Add(tokenPrefix + "!!!")
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, kind := range []string{tokenPrefix, statePrefix} {
+			buf, _, ok := parseSeal(kind, s)
+			if ok && (len(buf) != sealLen || !strings.HasPrefix(s, kind)) {
+				t.Fatalf("accepted %q: %d bytes", s, len(buf))
+			}
+		}
+	})
+}

@@ -168,3 +168,22 @@ func TestExportDefaultFile(t *testing.T) {
 		})
 	}
 }
+
+// FuzzDownloadPath: any path under /download/ a browser sends is a 404 (nothing served) unless
+// it is a URL the server made; never a panic.
+func FuzzDownloadPath(f *testing.F) {
+	h := DownloadHandler(Options{Exports: store.NewMemory()})
+	f.Add("0123456789abcdef0123456789abcdef.sig")
+	f.Add("")
+	f.Add("../../etc/passwd")
+	f.Add("0123456789abcdef0123456789abcdef")
+	f.Fuzz(func(t *testing.T, rest string) {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.URL.Path = DownloadPath + rest
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusNotFound {
+			t.Fatalf("%q: %d", rest, rec.Code)
+		}
+	})
+}
