@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -40,7 +41,9 @@ func (a *answerer) Elicit(_ context.Context, req mcp.ElicitationRequest) (*mcp.E
 func confirmEnv(t *testing.T, cfg tavernEnvConfig, a *answerer) (*env, string) {
 	t.Helper()
 	clk := authtest.NewClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
-	cfg.opts.now = clk.Now
+	if cfg.opts.now == nil || a != nil {
+		cfg.opts.now = clk.Now
+	}
 	if a != nil {
 		a.clock = clk
 		cfg.elicit = a
@@ -316,4 +319,30 @@ func FuzzParseSeal(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestConfirmationAcrossReplicas: replicas on one store sign with one key and agree on spent
+// tokens: a token one replica gave is good once on another, then refused everywhere.
+func TestConfirmationAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	clk := authtest.NewClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	opts := Options{Confirm: ConfirmConversation, State: store.NewMemory(), now: clk.Now}
+	a, roleID := confirmEnv(t, tavernEnvConfig{opts: opts}, nil)
+	b, _ := newTavernEnv(t, tavernEnvConfig{svc: a.svc, opts: opts})
+	args := `{"roleId":"` + roleID + `"}`
+	first, _ := ErrorEnvelope(a.call("publish_card", args))
+	token, _ := first["detail"].(map[string]any)["confirmationToken"].(string)
+	b.ok("publish_card", withToken(t, args, token))
+	for name, e := range map[string]*env{"the replica that gave it": a, "the one that took it": b} {
+		if env, _ := ErrorEnvelope(e.call("publish_card", withToken(t, args, token))); env["error"] != codeConfirmationInvalid {
+			t.Errorf("%s: a spent token: %v", name, env)
+		}
+	}
+	// A token expires: the author's yes is for now, not for later.
+	e2, _ := ErrorEnvelope(a.call("delete_trial_card", `{"clientKey":"try-1"}`))
+	late := e2["detail"].(map[string]any)["confirmationToken"].(string)
+	clk.Advance(confirmTokenTTL)
+	if env, _ := ErrorEnvelope(b.call("delete_trial_card", withToken(t, `{"clientKey":"try-1"}`, late))); env["error"] != codeConfirmationInvalid || !strings.Contains(env["message"].(string), "expired") {
+		t.Errorf("an expired token: %v", env)
+	}
 }
