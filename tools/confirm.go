@@ -115,7 +115,8 @@ func newConfirmer(opts Options, kv store.KV, keys *signer) *confirmer {
 	return c
 }
 
-// binding is what a token or request state is good for: who, which tool, which arguments.
+// binding is what a token or request state is good for: who, which tool, which arguments
+// (those sent to the card service and the server's own, such as ifVersion).
 func binding(ctx context.Context, c *Call) []byte {
 	id := c.Client.Identity(ctx)
 	h := sha256.New()
@@ -128,6 +129,13 @@ func binding(ctx context.Context, c *Call) []byte {
 		h.Write([]byte{0})
 	}
 	h.Write(compactBytes(c.Body))
+	h.Write([]byte{0})
+	var extra map[string]any // the server's own arguments (ifVersion), but the token
+	if json.Unmarshal(c.Extra, &extra) == nil {
+		delete(extra, "confirmationToken")
+		raw, _ := json.Marshal(extra) // decoded JSON: cannot fail; map keys sorted
+		h.Write(raw)
+	}
 	return h.Sum(nil)
 }
 

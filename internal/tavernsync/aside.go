@@ -177,8 +177,17 @@ func cardKeptAside(l *tavern.Leftovers) []string {
 			out = append(out, ns+"."+k)
 		}
 	}
-	for ns := range l.Card {
-		if ns != "data" && ns != "root" {
+	for ns, v := range l.Card {
+		switch ns {
+		case "data", "root":
+		case "rootCopies": // the top-level copies of data fields: named as where they go
+			list, _ := v.([]any)
+			for _, k := range list {
+				if k, ok := k.(string); ok {
+					out = append(out, "root."+k)
+				}
+			}
+		default:
 			out = append(out, ns)
 		}
 	}
