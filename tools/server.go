@@ -76,6 +76,18 @@ type Options struct {
 	// Exports keeps the exports too large for a result, for resources/read (Redis shared by
 	// replicas, or the embedded store); nil keeps them in memory.
 	Exports store.KV
+	// Confirm is how the author is asked before what cannot be undone (--confirm); "" is
+	// DefaultConfirmPolicy.
+	Confirm ConfirmPolicy
+	// SigningKey signs confirmation tokens, request states and download URLs; nil uses a key
+	// kept in State (made by the first replica that needs one).
+	SigningKey []byte
+	// State keeps what replicas must agree on besides exports: the signing key and the spent
+	// confirmation tokens; nil keeps it in Exports, or in memory when that is nil too.
+	State store.KV
+	// PublicURL (HTTP) is the origin the server's users reach it at: large exports then carry a
+	// download URL under it (served by DownloadHandler); "" gives none.
+	PublicURL string
 	// ExportTTL is how long such an export stays readable; 0 is DefaultExportTTL.
 	ExportTTL time.Duration
 	// ExportUserBytes bounds one user's live exports together, in bytes (0: DefaultExportUserBytes;
@@ -169,7 +181,10 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	if opts.Observer != nil {
 		d.aside = observedAside{d.aside, opts.Observer}
 	}
-	d.exports = newExports(opts, client, log)
+	state := opts.stateStore()
+	keys := newSigner(opts.SigningKey, state)
+	d.exports = newExports(opts, client, log, keys)
+	d.confirm = newConfirmer(opts, state, keys)
 	d.shadows = newShadowLedger(opts, d.exports)
 	if qo, ok := opts.Observer.(interface {
 		Quota(kind string, used int64, refused bool)
@@ -238,6 +253,7 @@ type deps struct {
 	exports  *exports
 	match    *cpubudget.Limiter
 	shadows  *quota.Ledger // trial shadows per user (shadows.go)
+	confirm  *confirmer
 }
 
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
@@ -310,7 +326,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	}
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
-		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, match: d.match}
+		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, match: d.match, confirm: d.confirm}
 	if t.Revise != nil || t.Toolset == ToolsetRevisions {
 		call.revs = newRun(ctx, t, d)
 	}
@@ -436,4 +452,16 @@ func (s observedAside) Put(ctx context.Context, key AsideKey, data []byte) error
 		s.o.StoreError()
 	}
 	return err
+}
+
+// stateStore returns where the server keeps its signing key and spent confirmations: State,
+// else Exports, else a new memory store.
+func (o *Options) stateStore() store.KV {
+	switch {
+	case o.State != nil:
+		return o.State
+	case o.Exports != nil:
+		return o.Exports
+	}
+	return store.NewMemory()
 }

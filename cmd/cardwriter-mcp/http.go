@@ -317,6 +317,8 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	f.tavern.aside = aside.NewKVWith(kv, asideOpts)
 	f.revisionStore = kv
 	f.exports = kv
+	f.state = kv
+	f.publicURL = pub
 	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))
 	sessionLimits := sessions.Limits{User: requestUser, MaxSessions: *userSessions, InitializeRate: *initRate}
 	if f.metrics != nil {
@@ -386,6 +388,8 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		ready.apiHost = "" // in-process: nothing to reach
 	}
 	mux.Handle("GET /readyz", ready)
+	// Download URLs of large exports, opened by the author's browser: signed, no sign-in.
+	mux.Handle("GET "+tools.DownloadPath, g.hostOnly(tools.DownloadHandler(tools.Options{Exports: kv, State: kv, Logger: b.logger})))
 	if az.handler != nil {
 		mux.Handle("/", g.hostOnly(az.handler))
 	}
