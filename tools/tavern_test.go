@@ -45,6 +45,7 @@ type tavernEnvConfig struct {
 	client []upstream.Option                                   // more options of the card service client (they win)
 	elicit client.ElicitationHandler                           // answers elicitation/create; nil: no elicitation capability
 	tokens upstream.TokenSource                                // the card service client's tokens; nil: the sandbox's demo token
+	caps   *mcp.ClientCapabilities                             // the client's declared capabilities, when set
 }
 
 // rootsHandler answers roots/list with fixed folders.
@@ -113,6 +114,9 @@ func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 	}
 	if cfg.elicit != nil {
 		copts = append(copts, client.WithElicitationHandler(cfg.elicit))
+	}
+	if cfg.caps != nil {
+		copts = append(copts, client.WithClientCapabilities(*cfg.caps))
 	}
 	c, err := client.NewInProcessClientWithOptions(srv, copts...)
 	if err != nil {
