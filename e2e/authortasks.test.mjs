@@ -122,17 +122,25 @@ function measure(model, from, listedFrom, state, h) {
   const convs = model.conversations.slice(from);
   const last = convs.at(-1);
   const names = new Map();
-  // What varies from run to run, made steady: the home folder, ports, signatures, export links'
-  // random names, cursors and versions (also as Gemini CLI passes them, inside escaped JSON), ids
-  // and times.
+  // What varies from run to run, made steady: the home folder, ports, export links'
+  // random names, cursors, versions and confirmation tokens (also as Gemini CLI passes them,
+  // inside escaped JSON), signatures, ids and times, each replaced by as many fixed characters.
   const fixed = (v) => {
     if (!names.has(v)) names.set(v, createHash('sha256').update(`steady ${names.size}`).digest('hex'));
     return names.get(v);
   };
+  const same = (v) => {
+    let out = '';
+    while (out.length < v.length) out += fixed(v);
+    return out.slice(0, v.length);
+  };
   const clean = (s) => steady(s.split(h.home).join('/home/author').replace(/127\.0\.0\.1:\d+/g, '127.0.0.1:8080')
     .replace(/https?:\/\/[^\s"\\]+/g, (u) => u.replace(/[?#].*$/, '?signed'))
+    .replace(/(\/download\/)([^\s"\\?#]+)/g, (_, k, v) => k + same(v))
     .replace(/\b[0-9a-f]{32}\b/g, (v) => fixed(v).slice(0, 32))
-    .replace(/(\\?"(?:nextCursor|cursor|version|ifVersion)\\?":\s*\\?")([A-Za-z0-9_+/=-]+)/g, (_, k, v) => k + fixed(v).slice(0, v.length)), names);
+    .replace(/(\\?"(?:nextCursor|cursor|version|ifVersion|confirmationToken)\\?":\s*\\?")([A-Za-z0-9_+/=.-]+)/g, (_, k, v) => k + same(v))
+    // confirmation tokens and hashes wherever else they stand (in a text)
+    .replace(/[A-Za-z0-9_-]{40,}(?:\.[A-Za-z0-9_-]+)?/g, same), names);
   const results = (last?.all ?? []).filter((r) => !r.host).reduce((n, r) => n + tokens(clean(r.shown)), 0);
   return {
     turns: convs.length + (model.listed.length - listedFrom),
