@@ -46,7 +46,8 @@ type Call struct {
 	// Meta, when a handler sets it, is the result's _meta (what the card preview shows).
 	Meta map[string]any
 
-	revs *reviser // nil when revisions are off
+	revs *reviser         // nil when revisions are off
+	jobs *tavernsync.Jobs // the imports under way, by idempotency key
 }
 
 // HandlerRevise keeps, before a call's write, what the write will replace (Tool.Revise).

@@ -15,6 +15,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
 	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
@@ -139,7 +140,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
 	)
-	d := &deps{budget: opts.resultBudget(), client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
+	d := &deps{budget: opts.resultBudget(), client: client, log: log, aside: opts.Aside, jobs: tavernsync.NewJobs(), files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
 	if opts.Tracer != nil {
 		d.tracer = opts.Tracer.Tracer("github.com/cardwriter/cardwriter-mcp/tools")
 	}
@@ -205,6 +206,7 @@ type deps struct {
 	client   *upstream.Client
 	log      *slog.Logger
 	aside    AsideStore
+	jobs     *tavernsync.Jobs
 	files    *LocalFiles
 	revs     *RevisionStore // nil: revisions are off
 	exports  *exports
@@ -280,7 +282,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	}
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
-		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports}
+		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, jobs: d.jobs}
 	if d.revs != nil && (t.Revise != nil || t.Toolset == ToolsetRevisions) {
 		call.revs = &reviser{d: d, client: clientName(ctx)}
 	}

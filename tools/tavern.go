@@ -83,14 +83,18 @@ func tavernTools() []Tool {
 			Name:    "import_tavern_worldbook",
 			Toolset: ToolsetTavern,
 			Title:   "Import a lorebook file",
-			Description: "Import a lorebook file (lorebook_v3, SillyTavern World Info, a character_book, or a card file's lorebook) as worldbook entries: into a new tavern worldbook, or with worldbookId into that one. roleId binds it to a card. What the service cannot hold is kept aside for the exports (keptAside). Each call adds the entries again: do not repeat it after a success.\n\n" +
+			Description: "Import a lorebook file (lorebook_v3, SillyTavern World Info, a character_book, or a card file's lorebook) as worldbook entries: into a new tavern worldbook, or with worldbookId into that one. roleId binds it to a card. What the service cannot hold is kept aside for the exports (keptAside). Safe to repeat: the same file and target give the first result.\n\n" +
 				`Example: {"source":{"json":{"entries":{"0":{"key":["kraken"],"content":"A kraken haunts the Shoals."}}}},"roleId":"r_8f2c1a"}`,
-			// Adds a worldbook or entries each time; deletes and replaces nothing.
-			Annotations: addHints(),
+			// Adds a worldbook or entries, once per idempotency key; deletes and replaces nothing.
+			Annotations: hints(false, false, true, true),
 			Check:       "list_worldbook_entries",
 			Handler:     importTavernWorldbook,
 			Revise:      reviseByUseCase,
 			Summary: func(out map[string]any) string {
+				if boolean(out, "repeated") {
+					return fmt.Sprintf("Imported before under idempotencyKey %s: worldbook %s %s with %s; nothing was added now.",
+						quoted(str(out, "idempotencyKey")), str(out, "worldbookId"), quoted(str(out, "name")), phrase.Count(num(out, "entryCount"), "entry", "entries"))
+				}
 				verb := "Added"
 				if boolean(out, "created") {
 					verb = "Created worldbook " + str(out, "worldbookId") + " " + quoted(str(out, "name")) + " with"
@@ -192,7 +196,7 @@ const (
 // tavernEnv is what the tavern use case runs with for one call.
 func tavernEnv(c *Call) tavernsync.Env {
 	env := tavernsync.Env{Client: c.Client, Aside: c.Aside, LocalFiles: c.LocalFiles, Progress: c.Progress, Log: c.Log,
-		Outcome: outcome, Roots: func(ctx context.Context) ([]string, error) { return clientRootURIs(ctx, c) }}
+		Outcome: outcome, Jobs: c.jobs, Roots: func(ctx context.Context) ([]string, error) { return clientRootURIs(ctx, c) }}
 	if c.revs != nil {
 		env.Revise = c.tavernRevise
 	}
