@@ -86,15 +86,16 @@ func ImportCard(ctx context.Context, c Env, in ImportCardArgs) (json.RawMessage,
 	}
 	sum := sha256.Sum256(data)
 	sha := hex.EncodeToString(sum[:])
-	c.Progress = liveProgress{p: c.Progress, req: ctx}
+	live := &liveProgress{p: c.Progress}
+	c.Progress = live
 	job := keys.job(digest("card", in.Mode, sha, in.ClientKey, in.IdempotencyKey))
 	if in.Mode == modeTrial {
-		return c.Jobs.do(ctx, job, func(ctx context.Context) (json.RawMessage, error) {
+		return c.Jobs.do(ctx, job, live, func(ctx context.Context) (json.RawMessage, error) {
 			return importTrial(ctx, c, keys, card, format, sha, in.ClientKey)
 		})
 	}
 	run := &cardImport{c: c, card: card, format: format, sha: sha, clientKey: in.ClientKey, idem: in.IdempotencyKey, keys: keys}
-	return c.Jobs.do(ctx, job, run.run)
+	return c.Jobs.do(ctx, job, live, run.run)
 }
 
 // cardImport is one run of import_tavern_card in mode card.

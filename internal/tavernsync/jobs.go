@@ -35,12 +35,21 @@ type jobRun struct {
 	err  error
 }
 
-// do runs fn under key unless a run of key is under way, and waits for the run (or for ctx).
+// do runs fn under key unless a run of key is under way, and waits for the run (or for ctx);
+// the progress p that fn reports to is detached as do returns.
 // fn gets a context that keeps ctx's values and deadline but not its cancellation: a client that
 // cancels or goes away does not stop the run (each card service call keeps its own timeout).
-func (j *Jobs) do(ctx context.Context, key aside.Key, fn func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+func (j *Jobs) do(ctx context.Context, key aside.Key, p *liveProgress, fn func(ctx context.Context) (json.RawMessage, error)) (json.RawMessage, error) {
+	out, _, err := j.join(ctx, key, p, fn)
+	return out, err
+}
+
+// join is do, and reports whether the run was one under way already (another request's).
+func (j *Jobs) join(ctx context.Context, key aside.Key, p *liveProgress, fn func(ctx context.Context) (json.RawMessage, error)) (out json.RawMessage, joined bool, err error) {
+	defer p.detach()
 	if j == nil {
-		return fn(ctx)
+		out, err = fn(ctx)
+		return out, false, err
 	}
 	id := key.String()
 	j.mu.Lock()
@@ -64,9 +73,9 @@ func (j *Jobs) do(ctx context.Context, key aside.Key, fn func(ctx context.Contex
 	j.mu.Unlock()
 	select {
 	case <-r.done:
-		return r.out, r.err
+		return r.out, ok, r.err
 	case <-ctx.Done():
-		return nil, context.Cause(ctx)
+		return nil, ok, context.Cause(ctx)
 	}
 }
 
@@ -126,14 +135,25 @@ func digest(parts ...string) string {
 }
 
 // liveProgress reports progress only while the request that asked for it is under way: a run
-// that outlives its request reports to nobody.
+// that outlives its request reports to nobody. detach, called as the request's handler returns,
+// waits for a report being sent, so that none is written to a response already finished.
 type liveProgress struct {
-	p   Progress
-	req context.Context
+	p    Progress
+	mu   sync.Mutex
+	gone bool
 }
 
-func (l liveProgress) Report(ctx context.Context, done, total int, message string) {
-	if l.req.Err() == nil {
+func (l *liveProgress) Report(ctx context.Context, done, total int, message string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.gone {
 		l.p.Report(ctx, done, total, message)
 	}
+}
+
+// detach ends the reports.
+func (l *liveProgress) detach() {
+	l.mu.Lock()
+	l.gone = true
+	l.mu.Unlock()
 }

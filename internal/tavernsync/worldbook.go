@@ -105,9 +105,24 @@ func ImportWorldbook(ctx context.Context, c Env, in ImportWorldbookArgs) (json.R
 	if in.IdempotencyKey == "" {
 		in.IdempotencyKey = "lorebook-" + target[:32]
 	}
+	live := &liveProgress{p: c.Progress}
+	c.Progress = live
 	run := &worldbookImport{c: c, in: in, book: book, keys: keys, target: target, key: keys.job(in.IdempotencyKey)}
-	c.Progress = liveProgress{p: c.Progress, req: ctx}
-	return c.Jobs.do(ctx, run.key, run.run)
+	out, joined, err := c.Jobs.join(ctx, run.key, live, run.run)
+	if err != nil || !joined {
+		return out, err
+	}
+	return repeated(out) // another request's run of the same import
+}
+
+// repeated marks an import_tavern_worldbook result as the result of an import done before.
+func repeated(res json.RawMessage) (json.RawMessage, error) {
+	var out importWorldbookResult
+	if err := json.Unmarshal(res, &out); err != nil {
+		return nil, fmt.Errorf("the result of an earlier import: %w", err)
+	}
+	out.Repeated = true
+	return json.Marshal(out)
 }
 
 // worldbookImport is one run of import_tavern_worldbook.
@@ -132,12 +147,7 @@ func (r *worldbookImport) run(ctx context.Context) (json.RawMessage, error) {
 			Message: "idempotencyKey names an earlier import of another file or target; give a new key for a new import."}
 	}
 	if r.job.Result != nil {
-		var out importWorldbookResult
-		if err := json.Unmarshal(r.job.Result, &out); err != nil {
-			return nil, fmt.Errorf("the recorded result of import %s: %w", in.IdempotencyKey, err)
-		}
-		out.Repeated = true
-		return json.Marshal(out)
+		return repeated(r.job.Result)
 	}
 	st := &steps{p: c.Progress, total: (len(book.Entries) + entriesPerWrite - 1) / entriesPerWrite}
 	if in.RoleID != "" {
