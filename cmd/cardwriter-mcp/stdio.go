@@ -138,6 +138,14 @@ func (b *boundedInput) Read(p []byte) (int, error) {
 			}
 			continue
 		}
+		if answer, refused := stdioUnsupported(line); refused {
+			if answer != nil {
+				if _, err := b.out.Write(append(answer, '\n')); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		}
 		b.pending = line
 	}
 	n := copy(p, b.pending)
