@@ -130,7 +130,8 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { o.Sessions(1) })
 		hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { o.Sessions(-1) })
 	}
-	srv := server.NewMCPServer(ServerName, version,
+	cachePreviewRead(hooks)
+	srv := server.NewMCPServer(ServerName, version, append([]server.ServerOption{
 		server.WithHooks(hooks),
 		server.WithToolCapabilities(opts.Dynamic),
 		server.WithResourceCapabilities(false, false),
@@ -139,7 +140,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
-	)
+	}, cacheOptions(opts.Dynamic)...)...)
 	d := &deps{budget: opts.resultBudget(), client: client, log: log, aside: opts.Aside, jobs: tavernsync.NewJobs(), files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
 	if opts.Tracer != nil {
 		d.tracer = opts.Tracer.Tracer("github.com/cardwriter/cardwriter-mcp/tools")
