@@ -140,6 +140,8 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
+		server.WithExtensions(appsCapability()),
+		server.WithToolFilter(appsToolFilter),
 	}, cacheOptions(opts.Dynamic)...)...)
 	d := &deps{budget: opts.resultBudget(), client: client, log: log, aside: opts.Aside, jobs: tavernsync.NewJobs(), files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
 	if opts.Tracer != nil {
@@ -320,7 +322,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if call.Meta == nil && t.Preview != nil {
 		call.Meta = t.Preview(out)
 	}
-	if call.Meta != nil {
+	if call.Meta != nil && declaresApps(ctx) {
 		res.Meta = mcp.NewMetaFromMap(call.Meta)
 	}
 	return res, "ok", nil

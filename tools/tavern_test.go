@@ -45,6 +45,7 @@ type tavernEnvConfig struct {
 	client []upstream.Option                                   // more options of the card service client (they win)
 	elicit client.ElicitationHandler                           // answers elicitation/create; nil: no elicitation capability
 	tokens upstream.TokenSource                                // the card service client's tokens; nil: the sandbox's demo token
+	apps   bool                                                // the client declares the MCP Apps extension
 }
 
 // rootsHandler answers roots/list with fixed folders.
@@ -137,6 +138,9 @@ func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 		init.Params.ProtocolVersion = cfg.proto
 	}
 	init.Params.ClientInfo = mcp.Implementation{Name: "tools-test", Version: "1"}
+	if cfg.apps {
+		init.Params.Capabilities.Extensions = appsCapability()
+	}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatal(err)
 	}
