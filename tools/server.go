@@ -142,7 +142,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithInstructions(instructions),
 		server.WithExtensions(appsCapability()),
 		server.WithToolFilter(appsToolFilter),
-	}, cacheOptions(opts.Dynamic)...)...)
+	}, append(cacheOptions(opts.Dynamic), completionOptions(client)...)...)...)
 	d := &deps{budget: opts.resultBudget(), client: client, log: log, aside: opts.Aside, jobs: tavernsync.NewJobs(), files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
 	if opts.Tracer != nil {
 		d.tracer = opts.Tracer.Tracer("github.com/cardwriter/cardwriter-mcp/tools")
