@@ -1,4 +1,4 @@
-// MCP 2026-07-28 to the letter (issue 33 items 3, 4, 5), driven by the official TypeScript SDK
+// MCP 2026-07-28 to the letter (issue 33 items 3, 4, 5, 7), driven by the official TypeScript SDK
 // v2 as hosts that opt in to the newest revision run it, and by raw JSON-RPC where the SDK
 // cannot be made to send what is tested (a version nobody supports):
 // - caching hints: the SDK's own response cache serves tools/list again without asking the
@@ -7,7 +7,8 @@
 //   io.modelcontextprotocol/ui, and the server declares it;
 // - versions: an unsupported version gets UnsupportedProtocolVersion (-32022) with what is
 //   supported, over HTTP (1900-01-01, 2024-11-05) and stdio; a 2026-07-28 request's
-//   Last-Event-ID is ignored; MCP responses carry X-Accel-Buffering: no.
+//   Last-Event-ID is ignored; MCP responses carry X-Accel-Buffering: no;
+// - completions: completion/complete for a prompt argument and card://{roleId}.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -75,6 +76,23 @@ describe('SDK v2 (2026-07-28) over HTTP: caching hints, MCP Apps, versions', () 
       } finally {
         await client.close();
       }
+    }
+  });
+
+  test('completion/complete gives the caller\'s ids for a prompt argument and card://{roleId}', async () => {
+    const { client } = await counted();
+    try {
+      assert.ok(client.getServerCapabilities()?.completions, 'the server does not declare completions');
+      const call = async (name, args) => (await LINES.v2m.callTool(client, { name, arguments: args })).structuredContent;
+      const { roleId } = await call('create_card', { roleName: 'Vey' });
+      const { worldbookId } = await call('create_worldbook', { name: 'Lighthouse lore' });
+      await call('write_worldbook_document', { worldbookId, binding: { roleId }, entries: [] });
+      const byName = await client.complete({ ref: { type: 'ref/prompt', name: 'build_worldbook' }, argument: { name: 'worldbookId', value: 'lightho' } });
+      assert.deepEqual(byName.completion.values, [worldbookId]);
+      const card = await client.complete({ ref: { type: 'ref/resource', uri: 'card://{roleId}' }, argument: { name: 'roleId', value: roleId.slice(0, 4) } });
+      assert.ok(card.completion.values.includes(roleId), JSON.stringify(card));
+    } finally {
+      await client.close();
     }
   });
 
