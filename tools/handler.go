@@ -16,6 +16,7 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
+	"github.com/cardwriter/cardwriter-mcp/internal/undo"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
@@ -46,12 +47,15 @@ type Call struct {
 	// Meta, when a handler sets it, is the result's _meta (what the card preview shows).
 	Meta map[string]any
 
-	revs *reviser         // nil when revisions are off
-	jobs *tavernsync.Jobs // the imports under way, by idempotency key
+	revs    *undo.Run        // the revisions use case; nil for a tool that neither writes over content nor reads revisions
+	revised bool             // the tool's Revise ran
+	jobs    *tavernsync.Jobs // the imports under way, by idempotency key
 }
 
-// HandlerRevise keeps, before a call's write, what the write will replace (Tool.Revise).
-type HandlerRevise func(ctx context.Context, c *Call) error
+// HandlerRevise runs before a call's write (Tool.Revise): it reads what the write will replace,
+// refuses a write based on an older version (g.IfVersion), keeps a revision of it, or, for a dry
+// run (g.DryRun), returns the change the write would make instead.
+type HandlerRevise func(ctx context.Context, c *Call, g undo.Guard) (*undo.Change, error)
 
 // needInput is the "error" of a handler that must ask the client for input first (multi
 // round-trip requests, MCP 2026-07-28): its result goes back as is, and the client calls again

@@ -113,6 +113,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		if opts.Revisions == nil || opts.Revisions.Retention().Enabled() {
 			instructions += " " + revisionsInstruction
 		}
+		instructions += " " + versionsInstruction
 		if opts.Dynamic {
 			instructions += " Only the cards toolset is loaded at first: call list_toolsets, then enable_toolset with the toolset the task needs (authoring, worldbook, trial, tavern, revisions)."
 		} else if len(selected) < len(All()) {
@@ -191,12 +192,17 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 	"reports how many the service allows at once and how long they live. " +
 	"Character cards and lorebooks from other apps (Character Card V1/V2/V3 as JSON, PNG or CHARX; SillyTavern World Info) " +
 	"come in with import_tavern_card and import_tavern_worldbook and go out with export_tavern_card; " +
-	"test_worldbook_triggers shows which worldbook entries a passage or chat would fire, as SillyTavern activates them. " +
+	"test_worldbook_triggers shows which worldbook entries a passage or chat would fire, as SillyTavern activates them; " +
+	"preview_prompt, the whole prompt SillyTavern builds around them and what its budget cuts. " +
 	"A result with isError carries a message to act on; invalid arguments name every failing field. " +
 	"The prompts author_card, build_worldbook and try_card_as_trial walk through these workflows."
 
 // revisionsInstruction tells the model that writes can be undone (when revisions are kept).
 const revisionsInstruction = "Every write that replaces or deletes content first keeps a revision: restore_revision undoes it."
+
+// versionsInstruction says, once for every write, what ifVersion and dryRun do (their schemas do
+// not: tools/list's token budget).
+const versionsInstruction = "Reads give a version (each worldbook entry its own): a write's ifVersion refuses it (stale_write) if that changed since; dryRun: true shows the change and sends nothing."
 
 // deps is what every tool handler is given besides its call.
 type deps struct {
@@ -286,15 +292,22 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
 		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, jobs: d.jobs}
-	if d.revs != nil && (t.Revise != nil || t.Toolset == ToolsetRevisions) {
-		call.revs = &reviser{d: d, client: clientName(ctx)}
+	if t.Revise != nil || t.Toolset == ToolsetRevisions {
+		call.revs = newRun(ctx, t, d)
 	}
 	data, err := handle(ctx, call)
 	var ask *needInput
+	var dry *dryRun
 	var decodeErr *upstream.UnreadableError
 	switch {
 	case errors.As(err, &ask):
 		return ask.result, codeInputRequired, nil
+	case errors.As(err, &dry):
+		res, err := dryRunResult(t, dry)
+		if err != nil {
+			return fail(err)
+		}
+		return res, "ok", nil
 	case errors.As(err, &decodeErr):
 		return fail(t.unreadable(nil, body, decodeErr))
 	case err != nil:
@@ -304,13 +317,17 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if err != nil {
 		return fail(err)
 	}
+	if t.Version != nil {
+		v := t.Version(out)
+		out["version"], data = v, withMember(data, "version", v)
+	}
 	if t.Cut != "" {
 		if data, err = cutList(out, t.Cut, data, d.budget/2); err != nil {
 			return fail(err)
 		}
 	}
 	summary := t.Summary(out)
-	if call.revs != nil && len(call.revs.kept) > 0 {
+	if call.revs != nil && len(call.revs.Kept) > 0 {
 		if summary, data, err = call.addRevision(out, summary); err != nil {
 			return fail(err)
 		}

@@ -177,8 +177,17 @@ func cardKeptAside(l *tavern.Leftovers) []string {
 			out = append(out, ns+"."+k)
 		}
 	}
-	for ns := range l.Card {
-		if ns != "data" && ns != "root" {
+	for ns, v := range l.Card {
+		switch ns {
+		case "data", "root":
+		case "rootCopies": // the top-level copies of data fields: named as where they go
+			list, _ := v.([]any)
+			for _, k := range list {
+				if k, ok := k.(string); ok {
+					out = append(out, "root."+k)
+				}
+			}
+		default:
 			out = append(out, ns)
 		}
 	}
@@ -264,4 +273,20 @@ func LoadKeptWorldbook(ctx context.Context, client *upstream.Client, store Aside
 		kept.Entries[id] = a.Extensions
 	}
 	return kept, true, nil
+}
+
+// LoadKeptCard reads the fields an import kept aside for card roleID of the user signed in to
+// client (the card's Leftovers.Card: "data" and "root" fields the service has no place for); ok is
+// false when nothing was kept.
+func LoadKeptCard(ctx context.Context, client *upstream.Client, store AsideStore, roleID string) (card map[string]any, ok bool, err error) {
+	keys, err := asideKeysFor(ctx, client)
+	if err != nil {
+		return nil, false, err
+	}
+	var rec cardRecord
+	found, err := loadRecord(ctx, store, keys.card(roleID), &rec)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the SillyTavern fields of card %s: %w", roleID, err)
+	}
+	return rec.Card, found, nil
 }
