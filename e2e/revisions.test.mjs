@@ -291,15 +291,17 @@ describe('two HTTP replicas sharing Redis', () => {
     redis = await startRedis(bin.path);
     // A sandbox that knows a second author besides the demo one.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'cw-rev-'));
+    const sharedStateKey = randomBytes(32).toString('base64');
     const data = path.join(dir, 'sandbox.json');
     writeFileSync(data, JSON.stringify({ version: 1, users: {
       u_demo: { id: 'u_demo', nickname: 'Demo Author', scopes: ['mcp:card-writer'] },
       u_other: { id: 'u_other', nickname: 'Other Author', scopes: ['mcp:card-writer'] } } }));
     sandbox = await startSandbox('e2e-demo-token', ['--data', data]);
     for (let i = 0; i < 2; i++) {
+      // One state key: the replicas seal the records they share (revisions, sessions) with it.
       replicas.push(await startProcess(['http', '--addr', '127.0.0.1:0', '--api-host', sandbox.apiHost, '--auth', 'passthrough',
         '--store', redis.url, '--state-dir', mkdtempSync(path.join(os.tmpdir(), 'cw-state-')), '--log-level', 'warn'],
-      /MCP endpoint: (http:\/\/\S+\/mcp)/));
+      /MCP endpoint: (http:\/\/\S+\/mcp)/, { env: { CARDWRITER_STATE_KEY: sharedStateKey } }));
     }
   });
   after(async () => {

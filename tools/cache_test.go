@@ -52,7 +52,7 @@ func TestCacheHints(t *testing.T) {
 	ttl, scope = hints(&read(previewURI).CacheableResult)
 	check(t, "the card preview's page", ttl, scope, hour, mcp.CacheScopePublic)
 	roleID := e.ok("create_card", `{"roleName":"Cached"}`)["roleId"].(string)
-	ttl, scope = hints(&read("card://"+roleID).CacheableResult)
+	ttl, scope = hints(&read("card://" + roleID).CacheableResult)
 	check(t, "a card", ttl, scope, 0, mcp.CacheScopePrivate)
 
 	d, _ := newTavernEnv(t, tavernEnvConfig{modern: true, opts: Options{Dynamic: true}})

@@ -1,14 +1,18 @@
 package tools
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -16,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/quota"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/tokens"
@@ -34,6 +39,9 @@ const DefaultExportTTL = time.Hour
 // per export holding its owner, expiry and bytes (exportRecord).
 const exportKeyPrefix = "export:"
 
+// ExportKeyPrefix starts the store keys of large exports (for the store's sealing).
+const ExportKeyPrefix = exportKeyPrefix
+
 // exportScheme is the URI scheme of large exports: export://ID.
 const exportScheme = "export"
 
@@ -50,6 +58,18 @@ type exportRecord struct {
 	Expires  time.Time `json:"expiresAt"`
 }
 
+// exportIndexPrefix starts the store key that lists a user's live exports for resources/list:
+// "exports-of:" + a digest of the owner, one value holding the links (never the bytes) of the
+// newest maxListedExports, pruned of the expired at each export, expiring with the newest.
+const exportIndexPrefix = "exports-of:"
+
+// maxListedExports bounds how many of a user's exports resources/list names.
+const maxListedExports = 100
+
+// DownloadPath is where the HTTP server serves the download URLs of large exports:
+// DownloadPath + ID + "." + signature.
+const DownloadPath = "/download/"
+
 // exportLink is the structuredContent.link of an export sent by reference.
 type exportLink struct {
 	URI       string `json:"uri"`
@@ -57,22 +77,30 @@ type exportLink struct {
 	MIMEType  string `json:"mimeType"`
 	Size      int    `json:"size"`
 	ExpiresAt string `json:"expiresAt"`
+	// DownloadURL (HTTP with a public URL) is the file for a browser: signed for its owner,
+	// good until ExpiresAt.
+	DownloadURL string `json:"downloadUrl,omitempty"`
 }
 
 // exports keeps large exports in the store for resources/read, each readable by its owner
 // until it expires.
 type exports struct {
 	kv     store.KV
+	quota  *quota.Ledger // each user's live exports, in bytes
 	ttl    time.Duration
 	now    func() time.Time
 	budget int
 	client *upstream.Client
 	log    *slog.Logger
+	keys   *signer // signs download URLs
+	public string  // the HTTP server's public origin; "": no download URLs
 }
 
-// newExports returns the exports of a server with opts, calling the card service through client.
-func newExports(opts Options, client *upstream.Client, log *slog.Logger) *exports {
-	x := &exports{kv: opts.Exports, ttl: opts.ExportTTL, now: opts.now, budget: opts.resultBudget(), client: client, log: log}
+// newExports returns the exports of a server with opts, calling the card service through
+// client, signing download URLs with keys.
+func newExports(opts Options, client *upstream.Client, log *slog.Logger, keys *signer) *exports {
+	x := &exports{kv: opts.Exports, ttl: opts.ExportTTL, now: opts.now, budget: opts.resultBudget(), client: client, log: log,
+		keys: keys, public: strings.TrimRight(opts.PublicURL, "/")}
 	if x.kv == nil {
 		x.kv = store.NewMemory()
 	}
@@ -82,8 +110,19 @@ func newExports(opts Options, client *upstream.Client, log *slog.Logger) *export
 	if x.now == nil {
 		x.now = time.Now
 	}
+	limit := opts.ExportUserBytes
+	if limit == 0 {
+		limit = DefaultExportUserBytes
+	}
+	x.quota = quota.New(x.kv, "exports", max(limit, 0), "bytes", "--export-user-bytes",
+		"Save the links you have (read them with resources/read) and wait for them to expire, or export over stdio to a file (path).")
+	x.quota.SetClock(x.now)
 	return x
 }
+
+// DefaultExportUserBytes is the most bytes one user's live exports hold together when
+// Options.ExportUserBytes is 0.
+const DefaultExportUserBytes = 64 << 20
 
 // exportOwner is who may read an export back: the card service's user id (the same across
 // token refreshes and MCP clients), "" when the service does not say.
@@ -100,9 +139,13 @@ type exportDest struct {
 }
 
 // deliverExport puts an exported file where the call asks: at path (over stdio), inline in
-// the result when it fits the result budget (as text, image or embedded resource), else in the
-// store behind a resource_link. inline names the result's fields that hold the file inline
-// (the card or lorebook object, dataBase64), dropped when it goes elsewhere.
+// the result when it fits the result budget (as text, image or embedded resource), else (over
+// stdio, with a folder open to the server) in a new file there, else in the store behind a
+// resource_link (and over HTTP a download URL). inline names the result's fields that hold the
+// file inline (the card or lorebook object, dataBase64), dropped when it goes elsewhere. JSON
+// written or linked is laid out in lines, so that hosts' file readers can page it. A file not
+// inline leaves the result's JSON in the text too: a host that shows the model only the text
+// (Gemini CLI) sees every field.
 func deliverExport(ctx context.Context, c *Call, out json.RawMessage, f tavernsync.File, name string, inline ...string) (json.RawMessage, error) {
 	var dest exportDest
 	if err := json.Unmarshal(c.Body, &dest); err != nil {
@@ -112,18 +155,38 @@ func deliverExport(ctx context.Context, c *Call, out json.RawMessage, f tavernsy
 	if err != nil {
 		return nil, err
 	}
+	if isText {
+		data = inLines(data)
+	}
+	deliver := func(key string, v any, content ...mcp.Content) (json.RawMessage, error) {
+		res, err := replaceFields(out, inline, key, v)
+		if err != nil {
+			return nil, err
+		}
+		c.Content = append([]mcp.Content{mcp.NewTextContent(string(res))}, content...)
+		return res, nil
+	}
 	if dest.Path != nil {
 		w, err := tavernsync.WriteLocalFile(ctx, tavernEnv(c), *dest.Path, data, dest.Overwrite)
 		if err != nil {
 			return nil, err
 		}
-		c.Content = []mcp.Content{} // the summary says where the file is
-		return replaceFields(out, inline, "written", w)
+		return deliver("written", w)
 	}
 	content := fileContent(f)
 	if c.Exports.fits(out, content) {
 		c.Content = []mcp.Content{content}
 		return out, nil
+	}
+	w, written, err := tavernsync.WriteDefaultFile(ctx, tavernEnv(c), name, data)
+	var ask *needInput
+	switch {
+	case errors.As(err, &ask):
+		return nil, err
+	case err != nil:
+		c.Log.LogAttrs(ctx, slog.LevelWarn, "export not written to the default folder; linked instead", slog.String("err", err.Error()))
+	case written:
+		return deliver("written", w)
 	}
 	link, err := c.Exports.keep(ctx, name, mime, isText, data)
 	if err != nil {
@@ -133,12 +196,19 @@ func deliverExport(ctx context.Context, c *Call, out json.RawMessage, f tavernsy
 		size := int64(link.Size)
 		rl := mcp.NewResourceLink(link.URI, link.Name, "The exported file; readable with resources/read by the user who exported it until "+link.ExpiresAt+".", link.MIMEType)
 		rl.Size = &size
-		c.Content = []mcp.Content{rl}
-	} else {
-		c.Content = []mcp.Content{mcp.NewTextContent(fmt.Sprintf("The file (%s, %d bytes) is at %s: read it with resources/read (uri %q) before %s.",
-			link.MIMEType, link.Size, link.URI, link.URI, link.ExpiresAt))}
+		return deliver("link", link, rl)
 	}
-	return replaceFields(out, inline, "link", link)
+	return deliver("link", link)
+}
+
+// inLines returns JSON laid out one member or element per line (two-space indent), so that a
+// host's file reader can page it; anything else as it is.
+func inLines(data []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, data, "", "  "); err != nil {
+		return data
+	}
+	return buf.Bytes()
 }
 
 // supportsLinks reports whether the call's protocol revision has resource_link content.
@@ -202,8 +272,7 @@ func (x *exports) fits(out json.RawMessage, content mcp.Content) bool {
 		if len(s) <= x.budget {
 			continue // a token is at least one byte
 		}
-		n, err := tokens.Count(s)
-		if err != nil || n > x.budget {
+		if ok, err := tokens.Within(s, x.budget); err != nil || !ok {
 			return false
 		}
 	}
@@ -231,6 +300,9 @@ func (x *exports) keep(ctx context.Context, name, mime string, isText bool, data
 	if owner == "" {
 		return exportLink{}, errNoOwner
 	}
+	if _, err := x.quota.Reserve(ctx, owner, key, int64(len(data)), expires); err != nil {
+		return exportLink{}, err // a *quota.ExceededError becomes quota_exceeded (outcome)
+	}
 	rec := exportRecord{Owner: owner, Name: name, MIMEType: mime, Text: isText, Data: data, Expires: expires}
 	raw, err := json.Marshal(rec)
 	if err != nil {
@@ -239,7 +311,73 @@ func (x *exports) keep(ctx context.Context, name, mime string, isText bool, data
 	if err := x.kv.Set(ctx, exportKeyPrefix+key, raw, x.ttl); err != nil {
 		return exportLink{}, fmt.Errorf("keep the export for resources/read: %w", err)
 	}
-	return exportLink{URI: exportScheme + "://" + key, Name: name, MIMEType: mime, Size: len(data), ExpiresAt: expires.Format(time.RFC3339)}, nil
+	link := exportLink{URI: exportScheme + "://" + key, Name: name, MIMEType: mime, Size: len(data), ExpiresAt: expires.Format(time.RFC3339)}
+	if x.public != "" {
+		sig, err := x.downloadSig(ctx, key, rec)
+		if err != nil {
+			return exportLink{}, err
+		}
+		link.DownloadURL = x.public + DownloadPath + key + "." + sig
+	}
+	if _, err := x.kv.Update(ctx, exportIndexPrefix+ownerDigest(owner), x.ttl, func(old []byte) ([]byte, error) {
+		links := x.liveOf(old)
+		links = append(links, link)
+		if len(links) > maxListedExports {
+			links = links[len(links)-maxListedExports:]
+		}
+		return json.Marshal(links)
+	}); err != nil {
+		return exportLink{}, fmt.Errorf("list the export for resources/list: %w", err)
+	}
+	return link, nil
+}
+
+// liveOf returns the links of an index value that have not expired, oldest first.
+func (x *exports) liveOf(raw []byte) []exportLink {
+	var links []exportLink
+	if len(raw) == 0 || json.Unmarshal(raw, &links) != nil {
+		return nil
+	}
+	now := x.now()
+	return slices.DeleteFunc(links, func(l exportLink) bool {
+		exp, err := time.Parse(time.RFC3339, l.ExpiresAt)
+		return err != nil || !now.Before(exp)
+	})
+}
+
+// ownerDigest names an owner in a store key: hex, whatever the owner's id holds.
+func ownerDigest(owner string) string {
+	sum := sha256.Sum256([]byte(owner))
+	return hex.EncodeToString(sum[:12])
+}
+
+// downloadSig signs an export's download URL: its id, owner and expiry.
+func (x *exports) downloadSig(ctx context.Context, id string, rec exportRecord) (string, error) {
+	key, err := x.keys.secret(ctx)
+	if err != nil {
+		return "", err
+	}
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "download\x00%s\x00%s\x00%d", id, rec.Owner, rec.Expires.Unix())
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18]), nil
+}
+
+// live returns the links of the caller's exports that have not expired, newest first.
+func (x *exports) live(ctx context.Context) ([]exportLink, error) {
+	owner := exportOwner(ctx, x.client)
+	if owner == "" {
+		return nil, nil
+	}
+	raw, err := x.kv.Get(ctx, exportIndexPrefix+ownerDigest(owner))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("list the exports: %w", err)
+	}
+	links := x.liveOf(raw)
+	slices.Reverse(links)
+	return links, nil
 }
 
 // errNoExport is why an export cannot be read: one answer whether it never existed, expired or
@@ -271,9 +409,26 @@ func (x *exports) read(ctx context.Context, uri string) (exportRecord, error) {
 
 // addExportResources registers the export://{exportId} template, whose reads go to x, read
 // first in a hook (readFirst), so that a read of an export the caller may not have is the
-// protocol's "resource not found". Exports are never listed: each is known only to the result
-// that links it.
+// protocol's "resource not found"; resources/list names the caller's live exports (Gemini
+// CLI's reader finds only listed URIs).
 func addExportResources(srv *server.MCPServer, hooks *server.Hooks, x *exports) {
+	hooks.AddAfterListResources(func(ctx context.Context, _ any, req *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
+		if req.Params.Cursor != "" || res == nil {
+			return
+		}
+		links, err := x.live(ctx)
+		if err != nil {
+			x.log.LogAttrs(ctx, slog.LevelWarn, "exports not listed", slog.String("err", err.Error()))
+			return
+		}
+		for _, l := range links {
+			r := mcp.NewResource(l.URI, l.Name, mcp.WithMIMEType(l.MIMEType),
+				mcp.WithResourceDescription("A file you exported; readable until "+l.ExpiresAt+"."))
+			size := int64(l.Size)
+			r.Size = &size
+			res.Resources = append(res.Resources, r)
+		}
+	})
 	tmpl := mcp.NewResourceTemplate(exportScheme+"://{exportId}", "export",
 		mcp.WithTemplateTitle("Exported file"),
 		mcp.WithTemplateDescription("A file export_tavern_card or export_tavern_worldbook returned by link because it was too large to return inline; readable by the user who exported it until it expires."))

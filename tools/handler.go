@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
+	"github.com/cardwriter/cardwriter-mcp/internal/quota"
 	"io"
 	"log/slog"
 	"maps"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -47,9 +50,17 @@ type Call struct {
 	// Meta, when a handler sets it, is the result's _meta (what the card preview shows).
 	Meta map[string]any
 
-	revs    *undo.Run        // the revisions use case; nil for a tool that neither writes over content nor reads revisions
-	revised bool             // the tool's Revise ran
-	jobs    *tavernsync.Jobs // the imports under way, by idempotency key
+	revs    *undo.Run          // the revisions use case; nil for a tool that neither writes over content nor reads revisions
+	revised bool               // the tool's Revise ran
+	match   *cpubudget.Limiter // the matching time budgets
+	confirm *confirmer         // asks before what cannot be undone
+	jobs    *tavernsync.Jobs   // the imports under way, by idempotency key
+}
+
+// matchBudget returns the call's budget of regular expression matching time, drawn from its
+// user's and ended with ctx.
+func (c *Call) matchBudget(ctx context.Context) *cpubudget.Call {
+	return c.match.Call(ctx, c.Client.LimitKey(ctx))
 }
 
 // HandlerRevise runs before a call's write (Tool.Revise): it reads what the write will replace,
@@ -82,6 +93,8 @@ const (
 	codeUnavailable      = "unavailable"                   // the card service could not be reached or timed out
 	codeInternal         = "internal"                      // a defect of ours; details only in the log
 	codeCancelled        = "cancelled"                     // the client cancelled the call
+	codeBudgetExceeded   = "budget_exceeded"               // the call spent a CPU budget of this server's
+	codeQuotaExceeded    = "quota_exceeded"                // what the call would keep passes the user's quota
 )
 
 // generic is the handler of every tool without its own: one call of the tool's operation.
@@ -94,7 +107,9 @@ func generic(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if c.Body != nil {
 		body = upstream.CompactJSON(c.Body) // prepare made it: valid and compact
 	}
-	if err := c.Client.Call(ctx, c.Tool.Operation, c.Params, body, &out); err != nil {
+	err := c.Client.Call(ctx, c.Tool.Operation, c.Params, body, &out)
+	c.afterWrite(ctx, err)
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -296,18 +311,26 @@ func successResult(summary string, out map[string]any, raw json.RawMessage) *mcp
 }
 
 // errorResult is a tool result with isError: a first text block with the envelope's message
-// (written to be shown verbatim), a second with the whole envelope as JSON, and no
-// structuredContent. The MCP spec asks structured results to conform to the tool's output
-// schema, and the official TypeScript SDK client validates any structuredContent it gets, error
-// or not, throwing -32602 when it does not match: an envelope there would hide the message from
-// the model in most hosts.
+// (written to be shown verbatim), a second with the rest of the envelope as JSON ({error,
+// retryable, detail?}: the message is not repeated, since hosts show the model both blocks,
+// and Gemini CLI quotes them once more inside its own error line), and no structuredContent.
+// The MCP spec asks structured results to conform to the tool's output schema, and the
+// official TypeScript SDK client validates any structuredContent it gets, error or not,
+// throwing -32602 when it does not match: an envelope there would hide the message from the
+// model in most hosts.
 func errorResult(env map[string]any) *mcp.CallToolResult {
 	msg, _ := env["message"].(string)
-	data, err := json.Marshal(env)
+	rest := make(map[string]any, len(env))
+	for k, v := range env {
+		if k != "message" {
+			rest[k] = v
+		}
+	}
+	data, err := json.Marshal(rest)
 	if err != nil {
 		// An envelope is strings, booleans and decoded JSON: this cannot fail, but never
-		// answer without the message.
-		data = []byte(`{"error":"internal","message":"cardwriter-mcp could not encode its error envelope.","retryable":false}`)
+		// answer without the code.
+		data = []byte(`{"error":"internal","retryable":false}`)
 	}
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{mcp.NewTextContent(msg), mcp.NewTextContent(string(data))},
@@ -316,19 +339,22 @@ func errorResult(env map[string]any) *mcp.CallToolResult {
 }
 
 // ErrorEnvelope returns the error envelope {error, message, retryable, detail?} of a result
-// with isError, read from its second text block; ok is false for any other result.
+// with isError: its second text block with the first's message; ok is false for any other
+// result.
 func ErrorEnvelope(res *mcp.CallToolResult) (env map[string]any, ok bool) {
 	if res == nil || !res.IsError || len(res.Content) < 2 {
 		return nil, false
 	}
-	tc, isText := res.Content[1].(mcp.TextContent)
-	if !isText {
+	msg, isText := res.Content[0].(mcp.TextContent)
+	tc, isText2 := res.Content[1].(mcp.TextContent)
+	if !isText || !isText2 {
 		return nil, false
 	}
 	env, err := decodeObject(json.RawMessage(tc.Text))
 	if err != nil {
 		return nil, false
 	}
+	env["message"] = msg.Text
 	return env, true
 }
 
@@ -376,8 +402,12 @@ func outcome(ctx context.Context, err error) (env map[string]any, code string, i
 	var f *Failure
 	var apiErr *upstream.Error
 	var argErr *upstream.ArgumentError
+	var qe *quota.ExceededError
 	switch {
 	case errors.As(err, &f):
+		return f.Envelope(), f.Code, false
+	case errors.As(err, &qe):
+		f := quotaFailure(qe)
 		return f.Envelope(), f.Code, false
 	case errors.As(err, &apiErr):
 		return firstProblems(apiErr.Envelope()), apiErr.Code, false
@@ -416,4 +446,32 @@ func unreachable(err error) bool {
 		errors.As(err, &opErr) || errors.As(err, &dnsErr) || errors.As(err, &netErr) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// budgetFailure is the Failure of a call that spent a CPU budget (a *cpubudget.ExceededError):
+// retryable, naming the budget and its flag; any other error (the call ended) is returned as is.
+func budgetFailure(err error) error {
+	var ex *cpubudget.ExceededError
+	if !errors.As(err, &ex) {
+		return err
+	}
+	detail := map[string]any{"budget": ex.Budget, "limit": ex.Limit.String(), "flag": ex.Flag}
+	msg := fmt.Sprintf("This call used up the server's %s budget of regular expression matching time (%s, set by %s): "+
+		"a /regex/ key takes too long on this text. Simplify the slow keys (nested repeats such as (a+)+ backtrack without end) or test fewer entries at once.",
+		ex.Budget, ex.Limit, ex.Flag)
+	if ex.RetryAfter > 0 {
+		detail["retryAfterSeconds"] = int(ex.RetryAfter.Seconds())
+		msg += fmt.Sprintf(" Your budget refills over a minute: try again in %s.", ex.RetryAfter)
+	}
+	return &Failure{Code: codeBudgetExceeded, Retryable: true, Message: msg, Detail: detail}
+}
+
+// quotaFailure is the Failure of what would pass a user's quota, naming the quota, its flag and
+// how to free space.
+func quotaFailure(ex *quota.ExceededError) *Failure {
+	detail := map[string]any{"quota": ex.Kind, "limit": ex.Limit, "used": ex.Used, "needed": ex.Want, "unit": ex.Unit, "flag": ex.Flag}
+	if !ex.FreesAt.IsZero() {
+		detail["freesAt"] = ex.FreesAt.UTC().Format(time.RFC3339)
+	}
+	return &Failure{Code: codeQuotaExceeded, Message: ex.Error(), Detail: detail}
 }

@@ -55,6 +55,9 @@ func newRun(ctx context.Context, t *Tool, d *deps) *undo.Run {
 	if o, ok := d.observer.(RevisionObserver); ok {
 		env.Observe = o.Revisions
 	}
+	if d.shadows != nil {
+		env.Shadows = d.shadows
+	}
 	return undo.NewRun(env)
 }
 

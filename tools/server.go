@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
+	"github.com/cardwriter/cardwriter-mcp/internal/quota"
 	"log/slog"
 	"slices"
 	"time"
@@ -75,8 +77,26 @@ type Options struct {
 	// Exports keeps the exports too large for a result, for resources/read (Redis shared by
 	// replicas, or the embedded store); nil keeps them in memory.
 	Exports store.KV
+	// Confirm is how the author is asked before what cannot be undone (--confirm); "" is
+	// DefaultConfirmPolicy.
+	Confirm ConfirmPolicy
+	// SigningKey signs confirmation tokens, request states and download URLs; nil uses a key
+	// kept in State (made by the first replica that needs one).
+	SigningKey []byte
+	// State keeps what replicas must agree on besides exports: the signing key and the spent
+	// confirmation tokens; nil keeps it in Exports, or in memory when that is nil too.
+	State store.KV
+	// PublicURL (HTTP) is the origin the server's users reach it at: large exports then carry a
+	// download URL under it (served by DownloadHandler); "" gives none.
+	PublicURL string
 	// ExportTTL is how long such an export stays readable; 0 is DefaultExportTTL.
 	ExportTTL time.Duration
+	// ExportUserBytes bounds one user's live exports together, in bytes (0: DefaultExportUserBytes;
+	// negative: no limit).
+	ExportUserBytes int64
+	// TrialShadowsPerUser bounds the trial cards whose text one user's writes left kept (for
+	// revisions) at once (0: DefaultTrialShadows; negative: no limit).
+	TrialShadowsPerUser int
 	// now is the clock of export expiry (tests); nil is time.Now.
 	now func() time.Time
 	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the
@@ -86,6 +106,9 @@ type Options struct {
 	// may hold (pages are cut to fit it; a larger answer becomes an error saying how to ask for
 	// less); 0 is DefaultResultBudget. Every result also stays within MaxResultChars.
 	ResultBudget int
+	// MatchBudget bounds the time regular expression matches (worldbook /regex/ keys) take, per
+	// call and per user; nil is cpubudget's defaults.
+	MatchBudget *cpubudget.Limiter
 }
 
 // NewServer returns the MCP server of the tools Filter selects, calling the card service through
@@ -162,7 +185,21 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	if opts.Observer != nil {
 		d.aside = observedAside{d.aside, opts.Observer}
 	}
-	d.exports = newExports(opts, client, log)
+	state := opts.stateStore()
+	keys := newSigner(opts.SigningKey, state)
+	d.exports = newExports(opts, client, log, keys)
+	d.confirm = newConfirmer(opts, state, keys)
+	d.shadows = newShadowLedger(opts, d.exports)
+	if qo, ok := opts.Observer.(interface {
+		Quota(kind string, used int64, refused bool)
+	}); ok {
+		d.exports.quota.SetObserver(qo.Quota)
+		d.shadows.SetObserver(qo.Quota)
+	}
+	d.match = opts.MatchBudget
+	if d.match == nil {
+		d.match = cpubudget.New(0, 0)
+	}
 	if opts.Dynamic {
 		dt := &dynamicToolsets{srv: srv, selected: selected, d: d}
 		if err := dt.start(); err != nil {
@@ -219,6 +256,9 @@ type deps struct {
 	files    *LocalFiles
 	revs     *RevisionStore // nil: revisions are off
 	exports  *exports
+	match    *cpubudget.Limiter
+	shadows  *quota.Ledger // trial shadows per user (shadows.go)
+	confirm  *confirmer
 }
 
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
@@ -291,7 +331,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	}
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
-		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, jobs: d.jobs}
+		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, match: d.match, confirm: d.confirm, jobs: d.jobs}
 	if t.Revise != nil || t.Toolset == ToolsetRevisions {
 		call.revs = newRun(ctx, t, d)
 	}
@@ -401,10 +441,32 @@ func (s observedAside) Get(ctx context.Context, key AsideKey) ([]byte, bool, err
 	return data, ok, err
 }
 
+// Check passes on the wrapped store's quota check, when it has one.
+func (s observedAside) Check(ctx context.Context, user string, size int64) error {
+	if q, ok := s.AsideStore.(interface {
+		Check(ctx context.Context, user string, size int64) error
+	}); ok {
+		return q.Check(ctx, user, size)
+	}
+	return nil
+}
+
 func (s observedAside) Put(ctx context.Context, key AsideKey, data []byte) error {
 	err := s.AsideStore.Put(ctx, key, data)
 	if err != nil {
 		s.o.StoreError()
 	}
 	return err
+}
+
+// stateStore returns where the server keeps its signing key and spent confirmations: State,
+// else Exports, else a new memory store.
+func (o *Options) stateStore() store.KV {
+	switch {
+	case o.State != nil:
+		return o.State
+	case o.Exports != nil:
+		return o.Exports
+	}
+	return store.NewMemory()
 }

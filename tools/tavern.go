@@ -38,7 +38,7 @@ func tavernTools() []Tool {
 			Name:    "export_tavern_card",
 			Toolset: ToolsetTavern,
 			Title:   "Export a card as a character card file",
-			Description: "Export a card and its bound worldbooks as a Character Card V3 file (json, png or charx), changing nothing. What import_tavern_card kept aside is restored; notRestored names what could not be. A file too large for the result comes as a resource_link (structuredContent.link) to read with resources/read; over stdio, path writes it instead.\n\n" +
+			Description: "Export a card and its bound worldbooks as a Character Card V3 file (json, png or charx). What import_tavern_card kept aside is restored; notRestored names what could not be. A file too large for the result goes to the client's roots over stdio (or path), else to structuredContent.link.\n\n" +
 				`Example: {"roleId":"r_8f2c1a","format":"png"}`,
 			Annotations: readHints(),
 			Handler:     exportTavernCard,
@@ -66,7 +66,7 @@ func tavernTools() []Tool {
 			Name:    "export_tavern_worldbook",
 			Toolset: ToolsetTavern,
 			Title:   "Export a worldbook as a lorebook file",
-			Description: "Export a worldbook's entries as a lorebook file (SillyTavern World Info or lorebook_v3), changing nothing. What import_tavern_worldbook kept aside is restored; notRestored names what could not be. A file too large for the result comes as a resource_link (structuredContent.link) to read with resources/read; over stdio, path writes it instead.\n\n" +
+			Description: "Export a worldbook's entries as a lorebook file (SillyTavern World Info or lorebook_v3). What import_tavern_worldbook kept aside is restored; notRestored names what could not be. A file too large for the result goes to the client's roots over stdio (or path), else to structuredContent.link.\n\n" +
 				`Example: {"worldbookId":"wb_3c9d","format":"lorebook_v3"}`,
 			Annotations: readHints(),
 			Handler:     exportTavernWorldbook,
@@ -137,14 +137,19 @@ func summarizeCardImport(out map[string]any) string {
 		s += "; avatar " + id
 	}
 	if k := stringsOf(list(out, "keptAside")); len(k) > 0 {
-		const shown = 8
-		names := strings.Join(k[:min(len(k), shown)], ", ")
-		if len(k) > shown {
-			names += fmt.Sprintf(" and %d more", len(k)-shown)
-		}
-		s += "; kept aside (restored on export): " + names
+		s += "; kept aside (restored on export): " + firstNames(k)
 	}
 	return s + "."
+}
+
+// firstNames names the first few of names, and how many more there are.
+func firstNames(names []string) string {
+	const shown = 8
+	s := strings.Join(names[:min(len(names), shown)], ", ")
+	if len(names) > shown {
+		s += fmt.Sprintf(" and %d more", len(names)-shown)
+	}
+	return s
 }
 
 // restoredSummary sums up an export's keptAsideRestored and notRestored, "" when both are empty.
@@ -153,8 +158,8 @@ func restoredSummary(out map[string]any) string {
 	if k := list(out, "keptAsideRestored"); len(k) > 0 {
 		s += fmt.Sprintf("; restored %s kept aside at import", phrase.Count(int64(len(k)), "field", "fields"))
 	}
-	if k := list(out, "notRestored"); len(k) > 0 {
-		s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored)", phrase.Count(int64(len(k)), "field", "fields"))
+	if k := stringsOf(list(out, "notRestored")); len(k) > 0 {
+		s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored): %s", phrase.Count(int64(len(k)), "field", "fields"), firstNames(k))
 	}
 	return s
 }
@@ -165,8 +170,12 @@ func deliverySummary(out map[string]any) string {
 		return fmt.Sprintf(" Written to %s (%d bytes).", str(w, "path"), num(w, "size"))
 	}
 	if l := obj(out, "link"); l != nil {
-		return fmt.Sprintf(" The file (%s, %d bytes) is too large for this result: read it with resources/read at %s (only you, until %s).",
+		s := fmt.Sprintf(" The file (%s, %d bytes) is too large for this result: read it with resources/read at %s (only you, until %s)",
 			str(l, "mimeType"), num(l, "size"), str(l, "uri"), str(l, "expiresAt"))
+		if u := str(l, "downloadUrl"); u != "" {
+			s += ", or give the author its downloadUrl to open in a browser"
+		}
+		return s + "."
 	}
 	return ""
 }

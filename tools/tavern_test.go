@@ -46,6 +46,7 @@ type tavernEnvConfig struct {
 	elicit client.ElicitationHandler                           // answers elicitation/create; nil: no elicitation capability
 	tokens upstream.TokenSource                                // the card service client's tokens; nil: the sandbox's demo token
 	apps   bool                                                // the client declares the MCP Apps extension
+	caps   *mcp.ClientCapabilities                             // the client's declared capabilities, when set
 }
 
 // rootsHandler answers roots/list with fixed folders.
@@ -114,6 +115,9 @@ func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 	}
 	if cfg.elicit != nil {
 		copts = append(copts, client.WithElicitationHandler(cfg.elicit))
+	}
+	if cfg.caps != nil {
+		copts = append(copts, client.WithClientCapabilities(*cfg.caps))
 	}
 	c, err := client.NewInProcessClientWithOptions(srv, copts...)
 	if err != nil {

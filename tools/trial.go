@@ -54,7 +54,7 @@ func trialTools() []Tool {
 			Name:        "delete_trial_card",
 			Toolset:     ToolsetTrial,
 			Title:       "Delete a trial card",
-			Description: "Remove a trial card now and free its slot; its card and worldbook are gone for good. A client with elicitation asks the user to confirm; declined deletes nothing.",
+			Description: "Remove a trial card and its worldbook for good, freeing its slot. The author confirms first.",
 			Operation:   "deleteTrialCard",
 			Annotations: hints(false, true, true, true),
 			Handler: func(ctx context.Context, c *Call) (json.RawMessage, error) {
@@ -69,7 +69,11 @@ func trialTools() []Tool {
 					fmt.Sprintf("Delete trial card %q now? Its card and worldbook are gone for good.", key)); err != nil {
 					return nil, err
 				}
-				return generic(ctx, c)
+				out, err := generic(ctx, c)
+				if err == nil {
+					c.forgetDeletedTrial(ctx, key)
+				}
+				return out, err
 			},
 			Revise: reviseDeleteTrial,
 			Guard:  true,

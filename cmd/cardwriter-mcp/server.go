@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
 	"io"
 	"log/slog"
 	"math"
@@ -78,9 +79,23 @@ type serverFlags struct {
 	// in memory (stdio); exportTTL is how long they stay readable (--export-ttl).
 	exports   store.KV
 	exportTTL time.Duration
+	// exportUserBytes bounds one user's live exports (--export-user-bytes); trialShadows the
+	// trial cards whose text one user's writes left kept (--trial-shadows-per-user).
+	exportUserBytes int64
+	trialShadows    int
+	// matchBudget and matchUserBudget bound regular expression matching time per call and per
+	// user a minute (--match-budget, --match-user-budget; negative: no bound).
+	matchBudget, matchUserBudget time.Duration
 	// inlineExports (the export commands): every export inline, whatever its size; a file is
 	// written, no model reads it.
 	inlineExports bool
+	// confirm is --confirm: how the author is asked before what cannot be undone.
+	confirm string
+	// publicURL (http) is the origin download URLs of large exports are under.
+	publicURL string
+	// state (http) keeps the signing key and spent confirmations in the server's store; nil
+	// keeps them in memory (stdio).
+	state store.KV
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -96,10 +111,15 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	if name := fs.Name(); name == "stdio" || name == "http" {
 		fs.IntVar(&f.keep.PerObject, "revisions-per-object", f.keep.PerObject, "revisions kept per card, worldbook or trial card before the writes that replace their content (0: keep none, and serve no revisions tools)")
 		fs.DurationVar(&f.keep.MaxAge, "revisions-max-age", f.keep.MaxAge, "drop revisions older than this (0: no age limit)")
+		fs.StringVar(&f.confirm, "confirm", string(tools.DefaultConfirmPolicy), "how the author confirms publish_card and delete_trial_card: elicit (a form where the client declares form elicitation; a client declaring none is not asked; where the host cannot show the form, as headless claude -p, asked in the conversation), conversation (the model asks the author and calls again with the one-time confirmationToken) or never")
 		fs.Int64Var(&f.keep.UserBytes, "revisions-user-bytes", f.keep.UserBytes, "the size of one user's revisions together, in bytes; the oldest go first (0: no limit)")
+		fs.IntVar(&f.trialShadows, "trial-shadows-per-user", tools.DefaultTrialShadows, "trial cards whose text one user's writes left kept for revisions at once (removed with the trial); a new trial card past it is refused until one is deleted (negative: no limit)")
 	}
 	fs.IntVar(&f.resultBudget, "result-budget", tools.DefaultResultBudget, "the most cl100k tokens a tool result's text or structuredContent may hold; pages fit it")
 	fs.DurationVar(&f.exportTTL, "export-ttl", tools.DefaultExportTTL, "how long an export too large for a tool result stays readable by resources/read at its resource_link, by the user who made it")
+	fs.Int64Var(&f.exportUserBytes, "export-user-bytes", tools.DefaultExportUserBytes, "the size of one user's live exports together (those kept for resources/read), in bytes; an export past it is refused until older ones expire (negative: no limit)")
+	fs.DurationVar(&f.matchBudget, "match-budget", cpubudget.DefaultPerCall, "the most time one tool call may spend matching regular expressions (worldbook /regex/ keys); a call over it fails, retryable (negative: no limit)")
+	fs.DurationVar(&f.matchUserBudget, "match-user-budget", cpubudget.DefaultPerUser, "the most time one user's calls may spend matching regular expressions in a minute (negative: no limit)")
 	f.logFlags.register(fs)
 	// A saved sign-in belongs to one person: only the stdio server (run by that person's
 	// desktop host) uses it; the HTTP server serves many clients and authorizes them itself.
@@ -129,6 +149,10 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 	if f.resultBudget != 0 && (f.resultBudget < tools.MinResultBudget || f.resultBudget > tools.MaxResultBudget) {
 		return nil, fmt.Errorf("--result-budget %d: give %d to %d tokens (default %d)", f.resultBudget, tools.MinResultBudget, tools.MaxResultBudget, tools.DefaultResultBudget)
 	}
+	confirm, err := tools.ParseConfirmPolicy(f.confirm)
+	if err != nil {
+		return nil, err
+	}
 	b := &backend{logger: logger}
 	client, svc, err := f.newClient(logger, sandboxBase)
 	if err != nil {
@@ -157,10 +181,13 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Hooks:        f.hooks,
 		Dynamic:      f.dynamic,
 		ResultBudget: budget,
+		MatchBudget:  cpubudget.New(f.matchBudget, f.matchUserBudget),
 
 		// Large exports (tools/exports.go).
-		Exports:   f.exports,
-		ExportTTL: f.exportTTL,
+		Exports:             f.exports,
+		ExportTTL:           f.exportTTL,
+		ExportUserBytes:     f.exportUserBytes,
+		TrialShadowsPerUser: f.trialShadows,
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,
@@ -169,6 +196,9 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		LocalFiles: f.tavern.files,
 
 		Revisions: f.revisions(),
+		Confirm:   confirm,
+		State:     f.state,
+		PublicURL: f.publicURL,
 	})
 	if err != nil {
 		return nil, err

@@ -94,6 +94,9 @@ func ImportCard(ctx context.Context, c Env, in ImportCardArgs) (json.RawMessage,
 			return importTrial(ctx, c, keys, card, format, sha, in.ClientKey)
 		})
 	}
+	if err := checkAside(ctx, c.Aside, keys, card.Leftovers()); err != nil {
+		return nil, err
+	}
 	run := &cardImport{c: c, card: card, format: format, sha: sha, clientKey: in.ClientKey, idem: in.IdempotencyKey, keys: keys}
 	return c.Jobs.do(ctx, job, live, run.run)
 }
@@ -541,6 +544,9 @@ func importTrial(ctx context.Context, c Env, keys asideKeys, card *tavern.Card, 
 		return nil, err
 	}
 	left := card.Leftovers()
+	if err := checkAside(ctx, c.Aside, keys, left); err != nil {
+		return nil, err
+	}
 	rec := trialRecord{cardRecord: cardRecord{Version: recordVersion, Card: left.Card, Creator: left.Creator,
 		CharacterVersion: left.CharacterVersion, Tags: card.Tags}}
 	rec.Source.SHA256, rec.Source.Format = sha, format

@@ -96,6 +96,9 @@ func ImportWorldbook(ctx context.Context, c Env, in ImportWorldbookArgs) (json.R
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAside(ctx, c.Aside, keys, nil); err != nil {
+		return nil, err
+	}
 	sum := sha256.Sum256(data)
 	var pathName string
 	if in.Source.Path != nil {

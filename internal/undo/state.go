@@ -270,6 +270,12 @@ func (r *Run) KeepTrial(ctx context.Context, key string, now *Trial, changes []s
 	if err != nil {
 		return fmt.Errorf("encode the trial card: %w", err)
 	}
+	if err := r.reserveShadow(ctx, user, key); err != nil {
+		return err
+	}
+	if st == nil { // a refused upsert of a new trial keeps no shadow
+		r.refused = func(ctx context.Context) { r.forgetShadow(ctx, user, key) }
+	}
 	// Saved before the write: a write that fails leaves digests that do not match it, and the
 	// shadow is then not used.
 	if err := r.Store.SaveShadow(ctx, user, key, data); err != nil {

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
@@ -43,6 +44,15 @@ type Env struct {
 	Log    *slog.Logger
 	// Observe, when set, counts revisions kept, dropped and restored.
 	Observe func(event string, n int)
+	// Shadows, when set, counts a user's trial shadows (quota.Ledger): a new one past the quota
+	// refuses the write before anything is sent.
+	Shadows ShadowLedger
+}
+
+// ShadowLedger counts what a user keeps under ids, against a quota (quota.Ledger).
+type ShadowLedger interface {
+	Reserve(ctx context.Context, user, id string, size int64, expires time.Time) (int64, error)
+	Release(ctx context.Context, user, id string) error
 }
 
 // Run is one call's use of revisions: the Env and what the call kept.
@@ -51,6 +61,9 @@ type Run struct {
 	Kept  []revisions.Entry // the revisions this call kept, in order
 	Drops int               // older revisions the retention dropped meanwhile
 	Notes []string          // what a revision could not hold
+	// refused, when set, undoes what was kept for the write when the card service refuses it
+	// (AfterWrite).
+	refused func(ctx context.Context)
 }
 
 // NewRun starts a call's use of revisions.
