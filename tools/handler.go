@@ -54,6 +54,7 @@ type Call struct {
 	revised bool               // the tool's Revise ran
 	match   *cpubudget.Limiter // the matching time budgets
 	confirm *confirmer         // asks before what cannot be undone
+	jobs    *tavernsync.Jobs   // the imports under way, by idempotency key
 }
 
 // matchBudget returns the call's budget of regular expression matching time, drawn from its

@@ -17,6 +17,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
 	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
@@ -153,7 +154,8 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { o.Sessions(1) })
 		hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { o.Sessions(-1) })
 	}
-	srv := server.NewMCPServer(ServerName, version,
+	cachePreviewRead(hooks)
+	srv := server.NewMCPServer(ServerName, version, append([]server.ServerOption{
 		server.WithHooks(hooks),
 		server.WithToolCapabilities(opts.Dynamic),
 		server.WithResourceCapabilities(false, false),
@@ -162,8 +164,10 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
-	)
-	d := &deps{budget: opts.resultBudget(), client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
+		server.WithExtensions(appsCapability()),
+		server.WithToolFilter(appsToolFilter),
+	}, append(cacheOptions(opts.Dynamic), completionOptions(client)...)...)...)
+	d := &deps{budget: opts.resultBudget(), client: client, log: log, aside: opts.Aside, jobs: tavernsync.NewJobs(), files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
 	if opts.Tracer != nil {
 		d.tracer = opts.Tracer.Tracer("github.com/cardwriter/cardwriter-mcp/tools")
 	}
@@ -248,6 +252,7 @@ type deps struct {
 	client   *upstream.Client
 	log      *slog.Logger
 	aside    AsideStore
+	jobs     *tavernsync.Jobs
 	files    *LocalFiles
 	revs     *RevisionStore // nil: revisions are off
 	exports  *exports
@@ -326,7 +331,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	}
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
-		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, match: d.match, confirm: d.confirm}
+		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, match: d.match, confirm: d.confirm, jobs: d.jobs}
 	if t.Revise != nil || t.Toolset == ToolsetRevisions {
 		call.revs = newRun(ctx, t, d)
 	}
@@ -374,7 +379,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if call.Meta == nil && t.Preview != nil {
 		call.Meta = t.Preview(out)
 	}
-	if call.Meta != nil {
+	if call.Meta != nil && declaresApps(ctx) {
 		res.Meta = mcp.NewMetaFromMap(call.Meta)
 	}
 	return res, "ok", nil

@@ -24,7 +24,7 @@ func tavernTools() []Tool {
 			Name:    "import_tavern_card",
 			Toolset: ToolsetTavern,
 			Title:   "Import a character card file",
-			Description: "Import a character card file (V1/V2/V3 JSON, PNG or CHARX) as a new card with its opening lines, sections, tags, avatar and lorebook (a tavern worldbook bound to it). What the service cannot hold is kept aside for export_tavern_card. The same file again returns the same card (another clientKey makes a copy); after a failed step, run the same import again to finish it. mode trial makes the trial card clientKey instead (a live trial of that key from another file: conflict).\n\n" +
+			Description: "Import a character card file (V1/V2/V3 JSON, PNG or CHARX) as a new card with its opening lines, sections, tags, avatar and lorebook (a bound tavern worldbook); what the service cannot hold is kept aside for export_tavern_card. The same file again gives (or finishes) the same card; another clientKey makes a copy. mode trial makes the trial card clientKey instead.\n\n" +
 				`Example: {"source":{"path":"/home/me/cards/Vey.png"}}`,
 			// Not destructive: it only adds a card, or a trial under a clientKey no other trial holds
 			// (refuseOtherTrial). Idempotent: the same file gives the same card, and a repeated
@@ -83,14 +83,18 @@ func tavernTools() []Tool {
 			Name:    "import_tavern_worldbook",
 			Toolset: ToolsetTavern,
 			Title:   "Import a lorebook file",
-			Description: "Import a lorebook file (lorebook_v3, SillyTavern World Info, a character_book, or a card file's lorebook) as worldbook entries: into a new tavern worldbook, or with worldbookId into that one. roleId binds it to a card. What the service cannot hold is kept aside for the exports (keptAside). Each call adds the entries again: do not repeat it after a success.\n\n" +
-				`Example: {"source":{"json":{"entries":{"0":{"key":["kraken"],"content":"A kraken haunts the Shoals."}}}},"roleId":"r_8f2c1a"}`,
-			// Adds a worldbook or entries each time; deletes and replaces nothing.
-			Annotations: addHints(),
+			Description: "Import a lorebook file (lorebook_v3, SillyTavern World Info, a character_book or a card's lorebook) as entries of a new tavern worldbook, or with worldbookId of that one; roleId binds it to a card. What the service cannot hold is kept aside for the exports. Repeating it is safe.\n\n" +
+				`Example: {"source":{"json":{"entries":{"0":{"key":["kraken"],"content":"It hunts."}}}},"roleId":"r_8f2c1a"}`,
+			// Adds a worldbook or entries, once per idempotency key; deletes and replaces nothing.
+			Annotations: hints(false, false, true, true),
 			Check:       "list_worldbook_entries",
 			Handler:     importTavernWorldbook,
 			Revise:      reviseByUseCase,
 			Summary: func(out map[string]any) string {
+				if boolean(out, "repeated") {
+					return fmt.Sprintf("Imported before under idempotencyKey %s: worldbook %s %s with %s; nothing was added now.",
+						quoted(str(out, "idempotencyKey")), str(out, "worldbookId"), quoted(str(out, "name")), phrase.Count(num(out, "entryCount"), "entry", "entries"))
+				}
 				verb := "Added"
 				if boolean(out, "created") {
 					verb = "Created worldbook " + str(out, "worldbookId") + " " + quoted(str(out, "name")) + " with"
@@ -201,7 +205,7 @@ const (
 // tavernEnv is what the tavern use case runs with for one call.
 func tavernEnv(c *Call) tavernsync.Env {
 	env := tavernsync.Env{Client: c.Client, Aside: c.Aside, LocalFiles: c.LocalFiles, Progress: c.Progress, Log: c.Log,
-		Outcome: outcome, Roots: func(ctx context.Context) ([]string, error) { return clientRootURIs(ctx, c) }}
+		Outcome: outcome, Jobs: c.jobs, Roots: func(ctx context.Context) ([]string, error) { return clientRootURIs(ctx, c) }}
 	if c.keeping() {
 		env.Revise = c.revs.BeforeImport
 	}
