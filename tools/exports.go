@@ -67,12 +67,13 @@ type exports struct {
 	now    func() time.Time
 	budget int
 	client *upstream.Client
+	owner  Owner
 	log    *slog.Logger
 }
 
 // newExports returns the exports of a server with opts, calling the card service through client.
-func newExports(opts Options, client *upstream.Client, log *slog.Logger) *exports {
-	x := &exports{kv: opts.Exports, ttl: opts.ExportTTL, now: opts.now, budget: opts.resultBudget(), client: client, log: log}
+func newExports(opts Options, client *upstream.Client, owner Owner, log *slog.Logger) *exports {
+	x := &exports{kv: opts.Exports, ttl: opts.ExportTTL, now: opts.now, budget: opts.resultBudget(), client: client, owner: owner, log: log}
 	if x.kv == nil {
 		x.kv = store.NewMemory()
 	}
@@ -85,13 +86,15 @@ func newExports(opts Options, client *upstream.Client, log *slog.Logger) *export
 	return x
 }
 
-// exportOwner is who may read an export back: the card service's user id (the same across
-// token refreshes and MCP clients), "" when the service does not say.
-func exportOwner(ctx context.Context, c *upstream.Client) string { return c.Principal(ctx) }
-
-// errNoOwner refuses to keep an export for a user the card service does not name: nobody could
-// be told apart from anybody else when reading it back.
-var errNoOwner = errors.New("the card service did not say who the user is (GET /me), so the export cannot be kept for you alone")
+// exportOwner is who may read an export back: the call's Owner (the same as its revisions'),
+// "" when it has none.
+func (x *exports) exportOwner(ctx context.Context) string {
+	u, err := x.owner(ctx)
+	if err != nil {
+		return ""
+	}
+	return u.BaseURL + "\x00" + u.ID
+}
 
 // exportDest is the where-to of an export call: path (stdio) and overwrite.
 type exportDest struct {
@@ -227,7 +230,7 @@ func (x *exports) keep(ctx context.Context, name, mime string, isText bool, data
 	}
 	key := hex.EncodeToString(id[:])
 	expires := x.now().Add(x.ttl).UTC().Truncate(time.Second)
-	owner := exportOwner(ctx, x.client)
+	owner := x.exportOwner(ctx)
 	if owner == "" {
 		return exportLink{}, errNoOwner
 	}
@@ -263,7 +266,7 @@ func (x *exports) read(ctx context.Context, uri string) (exportRecord, error) {
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return exportRecord{}, fmt.Errorf("the export %s is damaged: %w", id, err)
 	}
-	if owner := exportOwner(ctx, x.client); !x.now().Before(rec.Expires) || owner == "" || rec.Owner != owner {
+	if owner := x.exportOwner(ctx); !x.now().Before(rec.Expires) || owner == "" || rec.Owner != owner {
 		return exportRecord{}, errNoExport
 	}
 	return rec, nil

@@ -9,18 +9,20 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 // Revisions (issue 23): before a write that replaces or deletes an author's content goes out,
 // the tool reads what it will replace and keeps it as a revision (package revisions), under
-// the service's user id; the write's result names it, and restore_revision (revisions.go) puts
+// its Owner; the write's result names it, and restore_revision (revisions.go) puts
 // it back. A write whose revision could not be kept is not sent.
 
 // RevisionStore keeps the revisions of the writes (revisions.Store).
@@ -41,18 +43,6 @@ var (
 	openingFields = []string{"roleWelcome", "welcomeAlternates", "prologue"}
 	profileFields = []string{"roleName", "roleDesc", "tags", "language", "contentRatingIntent", "avatarImageId", "backgroundImageId"}
 )
-
-// serviceUser returns who the call in ctx acts for on the card service: the card service's
-// base URL and the user's id there (upstream.Client.Principal: the signed-in user of the
-// request, or GET /me once per token). It is the one place the revisions learn who the user
-// is; a user the service does not name keeps no revision.
-func (d *deps) serviceUser(ctx context.Context) (revisions.User, error) {
-	id := d.client.Principal(ctx)
-	if id == "" {
-		return revisions.User{}, errors.New("the card service did not say who the user is (GET /me)")
-	}
-	return revisions.User{BaseURL: d.client.BaseURL(), ID: id}, nil
-}
 
 // reviser is what a call needs to keep revisions: nil on a Call when revisions are off.
 type reviser struct {
@@ -84,18 +74,21 @@ func (c *Call) keep(ctx context.Context, kind, id string, changes []string, stat
 	if err != nil {
 		return fmt.Errorf("encode the revision: %w", err)
 	}
-	user, err := c.revs.d.serviceUser(ctx)
+	user, err := c.revs.d.owner(ctx)
 	if err != nil {
 		return err
 	}
 	rev := &revisions.Revision{Kind: kind, ObjectID: id, Tool: c.Tool.Name, Client: c.revs.client, Changes: changes,
 		State: data, RestoreOf: restoreOf}
 	dropped, err := c.revs.d.revs.Keep(ctx, user, rev)
+	if errors.Is(err, revisions.ErrTooLarge) {
+		return &Failure{Code: codeRevisionNotKept, Detail: map[string]any{"kind": kind, "id": id},
+			Message: fmt.Sprintf("Nothing was written: %s %s as it is now is larger than all the revisions this server keeps for you "+
+				"(--revisions-user-bytes), so no revision could undo this write. Retrying will not help: ask the operator to raise the "+
+				"allowance, or export the %s first.", kind, id, kind)}
+	}
 	if err != nil {
-		c.Log.LogAttrs(ctx, slog.LevelError, "revision not kept", slog.String("tool", c.Tool.Name), slog.String("err", err.Error()))
-		return &Failure{Code: codeRevisionNotKept, Retryable: true, Detail: map[string]any{"kind": kind, "id": id},
-			Message: fmt.Sprintf("Nothing was written: cardwriter-mcp could not keep a revision of %s %s to undo this write "+
-				"(its store failed). Try again in a moment.", kind, id)}
+		return c.storeFailed(ctx, err, kind, id, "a revision of "+kind+" "+id+" to undo this write")
 	}
 	c.revs.kept = append(c.revs.kept, revisions.Entry{ID: rev.ID, Kind: kind, ObjectID: id})
 	c.revs.drops += len(dropped)
@@ -106,6 +99,29 @@ func (c *Call) keep(ctx context.Context, kind, id string, changes []string, stat
 		}
 	}
 	return nil
+}
+
+// storeFailed is the Failure of a write not sent because this server could not save what, its
+// own fault (a full disk, a store down), never the card service's; the log has the cause.
+func (c *Call) storeFailed(ctx context.Context, err error, kind, id, what string) error {
+	c.Log.LogAttrs(ctx, slog.LevelError, "revision not kept: this server's store failed", slog.String("tool", c.Tool.Name),
+		slog.String("store", c.revs.d.revs.Name()), slog.String("err", err.Error()))
+	return &Failure{Code: codeRevisionNotKept, Retryable: true, Detail: map[string]any{"kind": kind, "id": id, "cause": storeCause(err)},
+		Message: fmt.Sprintf("Nothing was written: this server (cardwriter-mcp, not the card service) could not save %s: %s. "+
+			"Try again once its operator has fixed it.", what, storeCause(err))}
+}
+
+// storeCause says in a few words why this server's store failed: the system's reason for a
+// disk fault (no space left on device, read-only file system), else that the store is down.
+func storeCause(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	if store.IsUnavailable(err) {
+		return "its store is unavailable"
+	}
+	return "its store failed"
 }
 
 // addRevision names, in a successful write's result, the revisions its call kept: the object
@@ -440,7 +456,7 @@ func (c *Call) keepTrial(ctx context.Context, key string, changes []string, next
 	if c.revs == nil {
 		return nil
 	}
-	user, err := c.revs.d.serviceUser(ctx)
+	user, err := c.revs.d.owner(ctx)
 	if err != nil {
 		return err
 	}
@@ -484,9 +500,7 @@ func (c *Call) keepTrial(ctx context.Context, key string, changes []string, next
 	// Saved before the write: a write that fails leaves digests that do not match it, and the
 	// shadow is then not used.
 	if err := c.revs.d.revs.SaveShadow(ctx, user, key, data); err != nil {
-		return &Failure{Code: codeRevisionNotKept, Retryable: true, Detail: map[string]any{"kind": revisions.KindTrial, "id": key},
-			Message: fmt.Sprintf("Nothing was written: cardwriter-mcp could not record trial card %q to undo this write later "+
-				"(its store failed). Try again in a moment.", key)}
+		return c.storeFailed(ctx, err, revisions.KindTrial, key, fmt.Sprintf("trial card %q to undo this write later", key))
 	}
 	return nil
 }

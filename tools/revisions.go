@@ -103,7 +103,7 @@ func revisionUser(ctx context.Context, c *Call) (*revisions.Store, revisions.Use
 	if c.revs == nil {
 		return nil, revisions.User{}, revisionsOff()
 	}
-	user, err := c.revs.d.serviceUser(ctx)
+	user, err := c.revs.d.owner(ctx)
 	return c.revs.d.revs, user, err
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
 	"github.com/cardwriter/cardwriter-mcp/internal/msglimit"
 	"github.com/cardwriter/cardwriter-mcp/internal/reclaim"
+	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 	"github.com/cardwriter/cardwriter-mcp/internal/sessions"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
@@ -63,6 +64,14 @@ func openStore(ctx context.Context, spec string, f *serverFlags, af *httpAuthFla
 	if err == nil {
 		var m int
 		m, err = aside.ImportDir(ctx, filepath.Join(dir, "aside"), aside.NewKV(kv))
+		n += m
+	}
+	if err == nil {
+		// Revisions beside the embedded store are files, one per revision (revisions.NewDir):
+		// no transaction, index rewrite or disk sync of state.db per write.
+		f.revisionDir = filepath.Join(dir, revisionsDir)
+		var m int
+		m, err = revisions.ImportKV(ctx, kv, revisions.NewDir(f.revisionDir, f.keep))
 		n += m
 	}
 	if err != nil {
@@ -235,6 +244,11 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	f.tavern.aside = aside.NewKV(kv)
 	f.revisionStore = kv
+	f.sandboxRevisions = withSandbox
+	if mode == authNone {
+		// One person's server (its own token): revisions and exports are that person's.
+		f.localProfile = "http"
+	}
 	f.exports = kv
 	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))
 	sessionLimits := sessions.Limits{User: requestUser, MaxSessions: *userSessions, InitializeRate: *initRate}

@@ -22,7 +22,6 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/internal/msglimit"
-	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/unread"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 )
@@ -45,7 +44,7 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f.tavern, err = stdioTavern(allowDirs, stderr); err != nil {
 		return err
 	}
-	f.revisionStore = stdioRevisions(stderr)
+	f.revisionDir, f.localProfile = stdioRevisions(stderr)
 	tp, stopTracing, err := setupTracing(ctx)
 	if err != nil {
 		return err
@@ -74,19 +73,21 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return fmt.Errorf("stdio: %w", err)
 }
 
-// revisionsFile is the file of the stdio servers' revisions, in the config dir the sign-in uses.
-const revisionsFile = "revisions.db"
+// revisionsDir is the folder of the stdio servers' revisions, in the config dir the sign-in
+// uses.
+const revisionsDir = "revisions"
 
-// stdioRevisions returns where the stdio server keeps revisions: a file in the config dir that
-// every stdio server of the user shares (each opens it only for an operation), so that a
-// restart loses none; nil (memory) when there is no config dir.
-func stdioRevisions(stderr io.Writer) store.KV {
-	dir, err := auth.Dir()
+// stdioRevisions returns where the stdio server keeps revisions, a folder in the config dir
+// that every stdio server of the user shares (revisions.NewDir: a file per revision), so that a
+// restart loses none ("" when there is no config dir: memory), and the local profile that owns
+// them (the config dir).
+func stdioRevisions(stderr io.Writer) (dir, profile string) {
+	cfg, err := auth.Dir()
 	if err != nil {
 		fmt.Fprintf(stderr, "cardwriter-mcp: %v; keeping revisions in memory only\n", err)
-		return nil
+		return "", "memory"
 	}
-	return store.OpenShared(filepath.Join(dir, revisionsFile))
+	return filepath.Join(cfg, revisionsDir), cfg
 }
 
 // drainingReader is stdin that, at its end, first waits for the tool calls under way (mcp-go
