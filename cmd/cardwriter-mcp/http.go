@@ -315,6 +315,9 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	mux.Handle(proxy.MCPPath, g)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	ready := &readiness{apiHost: f.apiHost, client: &http.Client{Timeout: 3 * time.Second}, store: kv}
+	if f.revisionDir != "" {
+		ready.revisions = f.revisions()
+	}
 	if b.sandbox != nil {
 		ready.apiHost = "" // in-process: nothing to reach
 	}

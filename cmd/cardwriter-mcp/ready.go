@@ -12,12 +12,18 @@ import (
 )
 
 // readiness answers /readyz: whether the card service answers and the store (the embedded
-// file or Redis) takes a write, checked at most every few seconds. /healthz stays the liveness
+// file or Redis) and the revisions' folder take a write, checked at most every few seconds. /healthz stays the liveness
 // check.
 type readiness struct {
 	apiHost string // "" with the in-process sandbox: nothing to reach
 	store   store.KV
-	client  *http.Client
+	// revisions, when kept apart from store (files beside the embedded store), must take a
+	// write too: a full disk fails it.
+	revisions interface {
+		Ping(ctx context.Context) error
+		Name() string
+	}
+	client *http.Client
 
 	mu      sync.Mutex
 	checked time.Time
@@ -80,6 +86,14 @@ func (rd *readiness) check(ctx context.Context) (int, map[string]string) {
 			} else if what != "" {
 				report["store_failover"] = what
 			}
+		}
+	}
+	if rd.revisions != nil {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		if err := rd.revisions.Ping(ctx); err != nil {
+			report["revisions"] = fmt.Sprintf("this server cannot save revisions (%s): %v", rd.revisions.Name(), err)
+			status = http.StatusServiceUnavailable
 		}
 	}
 	return status, report

@@ -329,3 +329,20 @@ func checkAll(t *testing.T, s *Store, kept []string) {
 		t.Errorf("list all: %d, %v; want %d", len(all), err, len(kept))
 	}
 }
+
+// TestKeepAllocs guards the allocations of keeping a revision in a folder (not parallel:
+// AllocsPerRun counts the whole process's).
+func TestKeepAllocs(t *testing.T) {
+	s := NewDir(filepath.Join(t.TempDir(), "revisions"), DefaultRetention())
+	state := json.RawMessage(`{"fields":{"roleWelcome":"Hello there.","welcomeAlternates":[],"prologue":[]}}`)
+	keepOne := func() {
+		if _, err := s.Keep(context.Background(), alice, &Revision{Kind: KindCard, ObjectID: "r_1", Tool: "set_opening_lines", State: state}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keepOne() // the first sweeps and makes the folders
+	const maxAllocs = 56 // 48 measured (2026-11-28)
+	if n := testing.AllocsPerRun(200, keepOne); n > maxAllocs {
+		t.Errorf("keeping a revision in a folder: %.0f allocations, want at most %d", n, maxAllocs)
+	}
+}

@@ -1,0 +1,68 @@
+package revisions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// TestDiskFull: on a full disk (a 1 MiB tmpfs), Keep fails with the system's reason
+// (ENOSPC) and Ping says so; once room is made, both work again. It needs to mount a tmpfs
+// (root, and a system that allows it): it skips with a message where it cannot.
+func TestDiskFull(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v: %s); TestDirFault covers a failing folder", err, strings.TrimSpace(string(out)))
+	}
+	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
+	s := NewDir(filepath.Join(dir, "revisions"), DefaultRetention())
+	ctx := context.Background()
+	keep(t, s, alice, KindCard, "r_1", `"before"`)
+	filler := filepath.Join(dir, "filler")
+	f, err := os.Create(filler)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = f.Write(make([]byte, 2<<20)) // fills it: fails at the end
+	_ = f.Close()
+	_, err = s.Keep(ctx, alice, &Revision{Kind: KindCard, ObjectID: "r_1", State: json.RawMessage(`"` + strings.Repeat("x", 8192) + `"`)})
+	if !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("keep on a full disk: %v, want ENOSPC", err)
+	}
+	if err := s.Ping(ctx); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("ping on a full disk: %v, want ENOSPC", err)
+	}
+	if list, err := s.List(ctx, alice, KindCard, "r_1"); err != nil || len(list) != 1 {
+		t.Errorf("after the failure: %d listed, %v; want the one kept before", len(list), err)
+	}
+	_ = os.Remove(filler)
+	if err := s.Ping(ctx); err != nil {
+		t.Errorf("ping once room is made: %v", err)
+	}
+	keep(t, s, alice, KindCard, "r_1", `"after"`)
+}
+
+// TestDirFault: a folder that cannot be written (its path is a file) fails Keep and Ping with
+// the system's reason, whatever the machine allows.
+func TestDirFault(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "revisions")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := NewDir(path, DefaultRetention())
+	_, err := s.Keep(context.Background(), alice, &Revision{Kind: KindCard, ObjectID: "r_1", State: json.RawMessage(`1`)})
+	if !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("keep: %v, want ENOTDIR", err)
+	}
+	if err := s.Ping(context.Background()); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("ping: %v, want ENOTDIR", err)
+	}
+}
