@@ -1,7 +1,6 @@
 package revisions
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
@@ -9,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,91 +24,373 @@ import (
 // NewDir returns a store of revisions in the directory dir (created 0700 at the first write),
 // which any number of processes may share (the stdio servers a user's hosts start).
 //
-// Layout: dir/OWNER/KIND-OBJECT/ID, one file per revision (OWNER and OBJECT are digests;
-// ID the revision id, so names sort by time), holding two JSON lines: the Entry, then the
-// Revision. dir/OWNER/trial/KEY holds a trial card's shadow. A file is written under a
-// temporary name (".tmp-...") and renamed to its own, new name: readers see all of it or
-// nothing, and no rename lands on a file another process has open.
+// Layout: dir/OWNER/ (OWNER a digest) holds segments, "seg-TIME-RANDOM.rev": append-only
+// files, each written by one process only (the one that made it), one line per revision: its
+// Entry, a tab, the Revision (both JSON, on one line), a newline. A process appends to its
+// own segment (one write; a reader takes only whole lines), and makes a new one at its first
+// write, when its segment is segmentMaxBytes large or segmentMaxAge old. dir/OWNER/trial/KEY
+// holds a trial card's shadow. Nothing is ever rewritten in place or renamed over a file
+// another process may hold open. A write costs one append, not a file made and renamed.
 //
-// Retention: a write drops, in its object's folder, what is over the count per object; the age and the owner's size over all objects are applied by a sweep of the
-// owner's folders at the first write of a process, then once every sweepEvery, and at once when
-// the size the process knows of passes the allowance (its dropped revisions are counted in the
-// write that ran it). Two processes dropping the same
-// file is no error; a process never deletes a revision the retention keeps.
+// The index is the segments: each process reads them (the tails it has not read yet), and
+// the retention is applied when reading, so every process sees the same revisions kept and
+// dropped (with the same retention). A segment is deleted only once every revision in it is
+// dropped and it is older than segmentDeleteAge (no process appends to a segment that old), so
+// a deletion never loses a revision another process kept or is keeping.
 //
-// Files are not fsynced (as SQLite's WAL with synchronous=NORMAL): a revision outlives the
+// Segments are not fsynced (as SQLite's WAL with synchronous=NORMAL): a revision outlives the
 // process that kept it, not a crash of the machine in the next seconds.
 func NewDir(dir string, keep Retention) *Store {
-	return &Store{b: &dirBackend{root: dir, owners: map[string]*ownerState{}, counts: map[string]int{}}, keep: keep, now: time.Now}
+	return &Store{b: &dirBackend{root: dir, owners: map[string]*ownerIndex{}}, keep: keep, now: time.Now}
 }
 
-// sweepEvery is how often a process sweeps an owner's folders (age, size, temporary files).
-const sweepEvery = time.Minute
-
-// tmpPrefix starts the names of files being written; sweeps delete those older than tmpAge.
+// Segment limits and the sweep's pace.
 const (
-	tmpPrefix = ".tmp-"
-	tmpAge    = time.Hour
+	segmentMaxBytes  = 4 << 20
+	segmentMaxAge    = time.Hour
+	segmentDeleteAge = 2 * segmentMaxAge
+	sweepEvery       = time.Minute
+	ownerIdle        = 10 * time.Minute // an owner's index not used for this long is forgotten (memory)
+	segmentSuffix    = ".rev"
+	tmpPrefix        = ".tmp-"
 )
 
 type dirBackend struct {
 	root   string
 	mu     sync.Mutex
-	made   sync.Map               // folders known to exist
-	owners map[string]*ownerState // by owner tag, under mu
-	counts map[string]int         // revisions in an object's folder, as far as this process knows; under mu
+	owners map[string]*ownerIndex
 }
 
-// ownerState is what a process knows of an owner's folders: when it last swept them, and their
-// size then plus what it wrote since (other processes' writes show at the next sweep).
-type ownerState struct {
-	swept time.Time
-	bytes int64
+// ownerIndex is what a process knows of an owner's segments.
+type ownerIndex struct {
+	mu      sync.Mutex
+	dir     string
+	segs    map[string]int64 // segment: bytes read of it (whole lines)
+	entries map[string]located
+	current string // this process's segment ("" before its first write)
+	size    int64  // of current
+	swept   time.Time
+	used    time.Time
+	loaded  bool
+}
+
+// located is an entry and where its revision is.
+type located struct {
+	Entry
+	seg      string
+	off, len int64
 }
 
 func (b *dirBackend) name() string { return "files in " + b.root }
 
-// objectDir names the folder of an object's revisions.
-func objectDir(kind, objectID string) string {
-	return kind + "-" + clientKeyHash(kind+"\x00"+objectID)
+// owner returns the index of tag, forgetting those idle for long.
+func (b *dirBackend) owner(tag string, now time.Time) *ownerIndex {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o := b.owners[tag]
+	if o == nil {
+		o = &ownerIndex{dir: filepath.Join(b.root, tag), segs: map[string]int64{}, entries: map[string]located{}}
+		b.owners[tag] = o
+		for t, other := range b.owners {
+			if other != o && other.mu.TryLock() {
+				if now.Sub(other.used) > ownerIdle {
+					delete(b.owners, t)
+				}
+				other.mu.Unlock()
+			}
+		}
+	}
+	return o
 }
 
-// mkdir makes folder dir (and its parents, 0700) unless this process knows it exists.
-func (b *dirBackend) mkdir(dir string) error {
-	if _, ok := b.made.Load(dir); ok {
+// refresh reads what the owner's segments gained since the last read (every process's), and
+// forgets the segments deleted since. Under o.mu.
+func (o *ownerIndex) refresh() error {
+	ents, err := os.ReadDir(o.dir)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err != nil {
 		return err
 	}
-	b.made.Store(dir, true)
+	present := map[string]bool{}
+	for _, de := range ents {
+		name := de.Name()
+		if !strings.HasSuffix(name, segmentSuffix) || strings.HasPrefix(name, tmpPrefix) {
+			continue
+		}
+		present[name] = true
+		info, err := de.Info()
+		if err != nil || info.Size() == o.segs[name] {
+			continue
+		}
+		if err := o.readTail(name); err != nil {
+			return err
+		}
+	}
+	for name := range o.segs {
+		if !present[name] {
+			delete(o.segs, name)
+			for id, l := range o.entries {
+				if l.seg == name {
+					delete(o.entries, id)
+				}
+			}
+		}
+	}
+	o.loaded = true
 	return nil
 }
 
-// writeNew writes data to path through a temporary file renamed into place (a revision's path
-// is new; a shadow's may be replaced).
-func (b *dirBackend) writeNew(path string, data []byte) error {
+// readTail reads the whole lines of segment name after those read before.
+func (o *ownerIndex) readTail(name string) error {
+	f, err := os.Open(filepath.Join(o.dir, name))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // deleted meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	from := o.segs[name]
+	data, err := io.ReadAll(io.NewSectionReader(f, from, 1<<62))
+	if err != nil {
+		return err
+	}
+	off := from
+	for {
+		nl := bytes.IndexByte(data, '\n')
+		if nl < 0 {
+			break // a line being written: read it next time
+		}
+		line := data[:nl]
+		if head, rec, ok := bytes.Cut(line, []byte("\t")); ok {
+			var e Entry
+			if json.Unmarshal(head, &e) == nil && validID(e.ID) {
+				hl := int64(len(head) + 1)
+				o.entries[e.ID] = located{Entry: e, seg: name, off: off + hl, len: int64(len(rec))}
+			}
+		}
+		off += int64(nl + 1)
+		data = data[nl+1:]
+	}
+	o.segs[name] = off
+	return nil
+}
+
+// view returns what the retention keeps of the owner's revisions (oldest first; newest is
+// never dropped) and what it drops, which a write forgets (so that it reports each once): a
+// revision dropped stays dropped (newer revisions and time only add to what the retention
+// drops). Under o.mu.
+func (o *ownerIndex) view(keep Retention, newest string, now time.Time, forget bool) (kept, dropped []Entry) {
+	all := make([]Entry, 0, len(o.entries))
+	for _, l := range o.entries {
+		all = append(all, l.Entry)
+	}
+	slices.SortFunc(all, func(a, b Entry) int {
+		switch {
+		case newer(a, b):
+			return 1
+		case newer(b, a):
+			return -1
+		}
+		return 0
+	})
+	kept, dropped = keep.apply(all, newest, now)
+	for _, d := range dropped {
+		if forget {
+			delete(o.entries, d.ID)
+		}
+	}
+	return kept, dropped
+}
+
+// segmentTime returns when a segment was made, from its name.
+func segmentTime(name string) time.Time {
+	ms, _, _ := strings.Cut(strings.TrimPrefix(name, "seg-"), "-")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(n)
+}
+
+func (b *dirBackend) put(_ context.Context, tag string, e Entry, data []byte, keep Retention, now time.Time) ([]Entry, error) {
+	o := b.owner(tag, now)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.used = now
+	head, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("revisions: encode: %w", err)
+	}
+	line := make([]byte, 0, len(head)+len(data)+2)
+	line = append(append(append(append(line, head...), '\t'), data...), '\n')
+	if err := o.append(line, now); err != nil {
+		return nil, fmt.Errorf("revisions: keep %s: %w", e.ID, err)
+	}
+	o.entries[e.ID] = located{Entry: e, seg: o.current, off: o.size - int64(len(line)) + int64(len(head)+1), len: int64(len(data))}
+	sweep := !o.loaded || now.Sub(o.swept) >= sweepEvery
+	if sweep {
+		o.swept = now
+		_ = o.refresh()
+	}
+	_, dropped := o.view(keep, e.ID, now, true)
+	if sweep {
+		o.sweep(keep, now)
+	}
+	return dropped, nil
+}
+
+// append writes line at the end of this process's segment, making a new one first when it
+// has none, or its segment is full or old. Under o.mu.
+func (o *ownerIndex) append(line []byte, now time.Time) error {
+	if o.current == "" || o.size+int64(len(line)) > segmentMaxBytes || now.Sub(segmentTime(o.current)) > segmentMaxAge {
+		if err := os.MkdirAll(o.dir, 0o700); err != nil {
+			return err
+		}
+		var r [6]byte
+		_, _ = rand.Read(r[:])
+		name := "seg-" + strconv.FormatInt(now.UnixMilli(), 10) + "-" + hex.EncodeToString(r[:]) + segmentSuffix
+		f, err := os.OpenFile(filepath.Join(o.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if err != nil {
+			return err
+		}
+		_ = f.Close()
+		o.current, o.size = name, 0
+		o.segs[name] = 0
+	}
+	f, err := os.OpenFile(filepath.Join(o.dir, o.current), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		o.current = "" // deleted under it (it should not be): the next write makes a new one
+		return err
+	}
+	n, err := f.Write(line)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		// A part of a line may be there: end it, so that the next line starts clean (a
+		// reader skips the broken one), or give the segment up.
+		if n > 0 {
+			if g, gerr := os.OpenFile(filepath.Join(o.dir, o.current), os.O_WRONLY|os.O_APPEND, 0); gerr == nil {
+				if _, werr := g.Write([]byte("\n")); werr != nil {
+					o.current = ""
+				}
+				_ = g.Close()
+			} else {
+				o.current = ""
+			}
+		}
+		if o.current != "" {
+			o.size += int64(n) + 1
+			o.segs[o.current] = o.size
+		}
+		return err
+	}
+	o.size += int64(n)
+	if o.segs[o.current] == o.size-int64(n) {
+		o.segs[o.current] = o.size // read already: our own line
+	}
+	return nil
+}
+
+// sweep deletes the segments whose revisions the retention has all dropped, once no process
+// appends to them, and temporary files left by a crash. Under o.mu, after a refresh.
+func (o *ownerIndex) sweep(keep Retention, now time.Time) {
+	kept, _ := o.view(keep, "", now, false)
+	live := map[string]bool{o.current: true}
+	_ = kept
+	for _, e := range kept {
+		live[o.entries[e.ID].seg] = true
+	}
+	for name := range o.segs {
+		if live[name] || now.Sub(segmentTime(name)) < segmentDeleteAge {
+			continue
+		}
+		if err := os.Remove(filepath.Join(o.dir, name)); err == nil || errors.Is(err, fs.ErrNotExist) {
+			delete(o.segs, name)
+			for id, l := range o.entries {
+				if l.seg == name {
+					delete(o.entries, id)
+				}
+			}
+		}
+	}
+	if ents, err := os.ReadDir(filepath.Join(o.dir, shadowDir)); err == nil {
+		for _, de := range ents {
+			info, err := de.Info()
+			if err == nil && ((strings.HasPrefix(de.Name(), tmpPrefix) && now.Sub(info.ModTime()) > time.Hour) ||
+				(keep.MaxAge > 0 && now.Sub(info.ModTime()) > keep.MaxAge)) {
+				_ = os.Remove(filepath.Join(o.dir, shadowDir, de.Name()))
+			}
+		}
+	}
+}
+
+// read refreshes the owner's index and returns it locked; the caller unlocks o.mu.
+func (b *dirBackend) read(tag string, now time.Time) (*ownerIndex, error) {
+	o := b.owner(tag, now)
+	o.mu.Lock()
+	o.used = now
+	if err := o.refresh(); err != nil {
+		o.mu.Unlock()
+		return nil, fmt.Errorf("revisions: list: %w", err)
+	}
+	return o, nil
+}
+
+func (b *dirBackend) list(_ context.Context, tag, _, _ string, keep Retention, now time.Time) ([]Entry, error) {
+	o, err := b.read(tag, now)
+	if err != nil {
+		return nil, err
+	}
+	defer o.mu.Unlock()
+	kept, _ := o.view(keep, "", now, false)
+	return kept, nil
+}
+
+func (b *dirBackend) get(_ context.Context, tag, id string, keep Retention, now time.Time) ([]byte, error) {
+	o, err := b.read(tag, now)
+	if err != nil {
+		return nil, err
+	}
+	kept, _ := o.view(keep, "", now, false)
+	l, ok := o.entries[id]
+	ok = ok && slices.ContainsFunc(kept, func(e Entry) bool { return e.ID == id })
+	o.mu.Unlock()
+	if !ok {
+		return nil, ErrNotFound
+	}
+	f, err := os.Open(filepath.Join(o.dir, l.seg))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("revisions: get %s: %w", id, err)
+	}
+	defer f.Close()
+	data := make([]byte, l.len)
+	if _, err := f.ReadAt(data, l.off); err != nil {
+		return nil, fmt.Errorf("revisions: get %s: %w", id, err)
+	}
+	return data, nil
+}
+
+// mkdir makes folder dir and its parents (0700).
+func mkdir(dir string) error { return os.MkdirAll(dir, 0o700) }
+
+// writeNew writes data to path through a temporary file renamed into place (a shadow's path
+// may be replaced: a reader that has the old one open reads it whole).
+func writeNew(path string, data []byte) error {
 	dir := filepath.Dir(path)
-	if err := b.mkdir(dir); err != nil {
+	if err := mkdir(dir); err != nil {
 		return err
 	}
 	var r [8]byte
 	_, _ = rand.Read(r[:])
 	tmp := filepath.Join(dir, tmpPrefix+hex.EncodeToString(r[:]))
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if errors.Is(err, fs.ErrNotExist) {
-		b.made.Delete(dir) // removed by someone since: make it again
-		if err = b.mkdir(dir); err == nil {
-			f, err = os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		}
-	}
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+	err := os.WriteFile(tmp, data, 0o600)
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
@@ -115,266 +398,6 @@ func (b *dirBackend) writeNew(path string, data []byte) error {
 		_ = os.Remove(tmp)
 	}
 	return err
-}
-
-func (b *dirBackend) put(_ context.Context, tag string, e Entry, data []byte, keep Retention, now time.Time) ([]Entry, error) {
-	// The entry's Size is the file's: its own line, the revision's, two newlines.
-	var head []byte
-	for size := int64(-1); e.Size != size; {
-		size = e.Size
-		h, err := json.Marshal(e)
-		if err != nil {
-			return nil, fmt.Errorf("revisions: encode: %w", err)
-		}
-		head, e.Size = h, int64(len(h)+len(data)+2)
-	}
-	rec := make([]byte, 0, len(head)+len(data)+2)
-	rec = append(append(append(append(rec, head...), '\n'), data...), '\n')
-	owner := filepath.Join(b.root, tag)
-	dir := filepath.Join(owner, objectDir(e.Kind, e.ObjectID))
-	if err := b.writeNew(filepath.Join(dir, e.ID), rec); err != nil {
-		return nil, fmt.Errorf("revisions: keep %s: %w", e.ID, err)
-	}
-	dropped := b.trimObject(dir, e.ID, e.Kind, e.ObjectID, keep)
-	if b.sweepDue(tag, int64(len(rec)), keep, now) {
-		more, total := b.sweep(owner, e.ID, keep, now)
-		dropped = append(dropped, more...)
-		b.mu.Lock()
-		b.owners[tag].bytes = total
-		clear(b.counts) // read the folders again: other processes wrote meanwhile
-		b.mu.Unlock()
-	}
-	return dropped, nil
-}
-
-// idTime returns the time an id was made (to the millisecond); ok is false for a name that is
-// no revision id.
-func idTime(id string) (time.Time, bool) {
-	if !validID(id) {
-		return time.Time{}, false
-	}
-	return idMillis(id), true
-}
-
-// revisionNames returns the revision ids in folder dir, oldest first.
-func revisionNames(dir string) ([]string, error) {
-	ents, err := os.ReadDir(dir) // sorted by name: by time
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, 0, len(ents))
-	for _, de := range ents {
-		if validID(de.Name()) {
-			names = append(names, de.Name())
-		}
-	}
-	return names, nil
-}
-
-// trimObject drops, in one object's folder, the oldest revisions over the count per object
-// (never newest). It reads the folder only when this process's count of it says it may be
-// over (other processes' writes show at the next read), and then trims it back to the count
-// less a tenth, so that a busy object is read once every tenth of its count of writes. The
-// entries it returns hold the id, the time and the object.
-func (b *dirBackend) trimObject(dir, newest, kind, objectID string, keep Retention) []Entry {
-	b.mu.Lock()
-	n, known := b.counts[dir]
-	b.counts[dir] = n + 1
-	b.mu.Unlock()
-	if known && n+1 <= keep.PerObject {
-		return nil
-	}
-	names, err := revisionNames(dir)
-	if err != nil {
-		return nil
-	}
-	left := len(names)
-	var dropped []Entry
-	if left > keep.PerObject {
-		for _, id := range names[:left-(keep.PerObject-keep.PerObject/10)] {
-			if id != newest && os.Remove(filepath.Join(dir, id)) == nil {
-				dropped = append(dropped, Entry{ID: id, Time: idMillis(id), Kind: kind, ObjectID: objectID})
-				left--
-			}
-		}
-	}
-	b.mu.Lock()
-	b.counts[dir] = left
-	b.mu.Unlock()
-	return dropped
-}
-
-// sweepDue counts size more bytes of the owner's and reports whether its folders are due a
-// sweep, recording it as done.
-func (b *dirBackend) sweepDue(tag string, size int64, keep Retention, now time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	o := b.owners[tag]
-	if o == nil {
-		o = &ownerState{}
-		b.owners[tag] = o
-	} else if o.bytes += size; now.Sub(o.swept) < sweepEvery && (keep.UserBytes <= 0 || o.bytes <= keep.UserBytes) {
-		return false
-	}
-	o.swept = now
-	return true
-}
-
-// sweep applies the whole retention to an owner's revisions (the age, the size of them all)
-// and deletes temporary files left by a crash. It returns what it dropped, oldest first, and
-// the size of what it kept.
-func (b *dirBackend) sweep(owner, newest string, keep Retention, now time.Time) ([]Entry, int64) {
-	objs, err := os.ReadDir(owner)
-	if err != nil {
-		return nil, 0
-	}
-	type file struct {
-		path string
-		id   string
-		size int64
-	}
-	var files []file
-	for _, o := range objs {
-		if !o.IsDir() {
-			continue
-		}
-		dir := filepath.Join(owner, o.Name())
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			continue
-		}
-		for _, de := range ents {
-			info, err := de.Info()
-			if err != nil {
-				continue
-			}
-			if strings.HasPrefix(de.Name(), tmpPrefix) {
-				if now.Sub(info.ModTime()) > tmpAge {
-					_ = os.Remove(filepath.Join(dir, de.Name()))
-				}
-				continue
-			}
-			if o.Name() == shadowDir {
-				if keep.MaxAge > 0 && now.Sub(info.ModTime()) > keep.MaxAge {
-					_ = os.Remove(filepath.Join(dir, de.Name()))
-				}
-				continue
-			}
-			if validID(de.Name()) {
-				files = append(files, file{filepath.Join(dir, de.Name()), de.Name(), info.Size()})
-			}
-		}
-	}
-	slices.SortFunc(files, func(a, b file) int { return strings.Compare(b.id, a.id) }) // newest first
-	var total int64
-	var dropped []Entry
-	for i, f := range files {
-		at, _ := idTime(f.id)
-		total += f.size
-		if f.id == newest || ((keep.MaxAge <= 0 || now.Sub(at) <= keep.MaxAge) &&
-			(keep.UserBytes <= 0 || total <= keep.UserBytes) && i < maxIndexEntries) {
-			continue
-		}
-		total -= f.size
-		if e, err := readEntry(f.path); err == nil && os.Remove(f.path) == nil {
-			dropped = append(dropped, e)
-		}
-	}
-	slices.Reverse(dropped) // oldest first
-	return dropped, total
-}
-
-// readEntry reads the first line of a revision's file: its Entry.
-func readEntry(path string) (Entry, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Entry{}, err
-	}
-	defer f.Close()
-	line, err := bufio.NewReaderSize(f, 4096).ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		_, _ = f.Seek(0, 0)
-		line, err = bufio.NewReaderSize(f, 1<<20).ReadSlice('\n')
-	}
-	if err != nil {
-		return Entry{}, fmt.Errorf("revisions: %s is damaged: %w", filepath.Base(path), err)
-	}
-	var e Entry
-	if err := json.Unmarshal(line, &e); err != nil {
-		return Entry{}, fmt.Errorf("revisions: %s is damaged: %w", filepath.Base(path), err)
-	}
-	return e, nil
-}
-
-func (b *dirBackend) list(_ context.Context, tag, kind, objectID string) ([]Entry, error) {
-	owner := filepath.Join(b.root, tag)
-	var dirs []string
-	if kind != "" {
-		dirs = []string{objectDir(kind, objectID)}
-	} else {
-		objs, err := os.ReadDir(owner)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("revisions: list: %w", err)
-		}
-		for _, o := range objs {
-			if o.IsDir() && o.Name() != shadowDir {
-				dirs = append(dirs, o.Name())
-			}
-		}
-	}
-	var out []Entry
-	for _, d := range dirs {
-		names, err := revisionNames(filepath.Join(owner, d))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("revisions: list: %w", err)
-		}
-		for _, id := range names {
-			e, err := readEntry(filepath.Join(owner, d, id))
-			if errors.Is(err, fs.ErrNotExist) {
-				continue // dropped meanwhile
-			}
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, e)
-		}
-	}
-	return out, nil
-}
-
-func (b *dirBackend) get(_ context.Context, tag, id string) ([]byte, error) {
-	owner := filepath.Join(b.root, tag)
-	objs, err := os.ReadDir(owner)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, ErrNotFound
-	}
-	if err != nil {
-		return nil, fmt.Errorf("revisions: get %s: %w", id, err)
-	}
-	for _, o := range objs {
-		if !o.IsDir() || o.Name() == shadowDir {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(owner, o.Name(), id))
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("revisions: get %s: %w", id, err)
-		}
-		_, rec, ok := bytes.Cut(data, []byte("\n"))
-		if !ok {
-			return nil, fmt.Errorf("revisions: %s is damaged", id)
-		}
-		return bytes.TrimSuffix(rec, []byte("\n")), nil
-	}
-	return nil, ErrNotFound
 }
 
 // shadowDir is the folder of an owner's trial card shadows.
@@ -398,12 +421,12 @@ func (b *dirBackend) saveShadow(_ context.Context, tag, clientKey string, data [
 		}
 		return nil
 	}
-	return b.writeNew(path, data)
+	return writeNew(path, data)
 }
 
 // ping writes and removes a file in the root folder: a full disk or a read-only folder fails.
 func (b *dirBackend) ping(context.Context) error {
-	if err := b.mkdir(b.root); err != nil {
+	if err := mkdir(b.root); err != nil {
 		return err
 	}
 	var r [8]byte

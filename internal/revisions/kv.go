@@ -67,7 +67,7 @@ func decodeIndex(data []byte) ([]Entry, error) {
 	return list, nil
 }
 
-func (b kvBackend) list(ctx context.Context, tag, _, _ string) ([]Entry, error) {
+func (b kvBackend) list(ctx context.Context, tag, _, _ string, _ Retention, _ time.Time) ([]Entry, error) {
 	data, err := b.kv.Get(ctx, indexKey(tag))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
@@ -78,7 +78,7 @@ func (b kvBackend) list(ctx context.Context, tag, _, _ string) ([]Entry, error) 
 	return decodeIndex(data)
 }
 
-func (b kvBackend) get(ctx context.Context, tag, id string) ([]byte, error) {
+func (b kvBackend) get(ctx context.Context, tag, id string, _ Retention, _ time.Time) ([]byte, error) {
 	data, err := b.kv.Get(ctx, recordKey(tag, id))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, ErrNotFound

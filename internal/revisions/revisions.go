@@ -145,10 +145,11 @@ type Store struct {
 type backend interface {
 	// put keeps data (the revision e describes) and applies keep; it returns what keep dropped.
 	put(ctx context.Context, tag string, e Entry, data []byte, keep Retention, now time.Time) (dropped []Entry, err error)
-	// list returns the owner's entries of kind and objectID ("" for all), in any order.
-	list(ctx context.Context, tag, kind, objectID string) ([]Entry, error)
-	// get returns revision id's record; ErrNotFound when there is none.
-	get(ctx context.Context, tag, id string) ([]byte, error)
+	// list returns the owner's entries of kind and objectID ("" for all) that keep keeps, in
+	// any order.
+	list(ctx context.Context, tag, kind, objectID string, keep Retention, now time.Time) ([]Entry, error)
+	// get returns revision id's record; ErrNotFound when there is none, or keep dropped it.
+	get(ctx context.Context, tag, id string, keep Retention, now time.Time) ([]byte, error)
 	// shadow and saveShadow read and write (nil data: delete) a trial card's shadow.
 	shadow(ctx context.Context, tag, clientKey string) ([]byte, error)
 	saveShadow(ctx context.Context, tag, clientKey string, data []byte, ttl time.Duration) error
@@ -253,11 +254,12 @@ func (s *Store) Keep(ctx context.Context, user User, rev *Revision) (dropped []E
 func (r Retention) apply(list []Entry, newest string, now time.Time) (kept, dropped []Entry) {
 	drop := make([]bool, len(list))
 	last := len(list) - 1
-	perObject := map[string]int{}
+	type object struct{ kind, id string }
+	perObject := map[object]int{}
 	var total int64
 	for i := last; i >= 0; i-- { // newest first
 		e := list[i]
-		obj := e.Kind + "\x00" + e.ObjectID
+		obj := object{e.Kind, e.ObjectID}
 		perObject[obj]++
 		total += e.Size
 		switch {
@@ -271,6 +273,7 @@ func (r Retention) apply(list []Entry, newest string, now time.Time) (kept, drop
 			total -= e.Size
 		}
 	}
+	kept = make([]Entry, 0, len(list))
 	for i, e := range list {
 		if drop[i] {
 			dropped = append(dropped, e)
@@ -293,11 +296,11 @@ func newer(a, b Entry) bool {
 // List returns user's revisions of one object (kind and id; both "" for every object), newest
 // first, without those past the retention's age.
 func (s *Store) List(ctx context.Context, user User, kind, objectID string) ([]Entry, error) {
-	list, err := s.b.list(ctx, user.tag(), kind, objectID)
+	now := s.now()
+	list, err := s.b.list(ctx, user.tag(), kind, objectID, s.keep, now)
 	if err != nil {
 		return nil, err
 	}
-	now := s.now()
 	out := make([]Entry, 0, len(list))
 	for _, e := range list {
 		if (kind != "" && (e.Kind != kind || e.ObjectID != objectID)) || (s.keep.MaxAge > 0 && now.Sub(e.Time) > s.keep.MaxAge) {
@@ -323,7 +326,7 @@ func (s *Store) Get(ctx context.Context, user User, id string) (*Revision, error
 	if !validID(id) {
 		return nil, ErrNotFound
 	}
-	data, err := s.b.get(ctx, user.tag(), id)
+	data, err := s.b.get(ctx, user.tag(), id, s.keep, s.now())
 	if err != nil {
 		return nil, err
 	}

@@ -340,9 +340,12 @@ func TestKeepAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	keepOne() // the first sweeps and makes the folders
-	const maxAllocs = 56 // 48 measured (2026-11-28)
+	keepOne()            // the first sweeps and makes the folders
+	maxAllocs := 24.0 // 20 measured (2026-11-28): one append, no file made
+	if raceEnabled {
+		maxAllocs = 34 // 29 measured: the race detector allocates too
+	}
 	if n := testing.AllocsPerRun(200, keepOne); n > maxAllocs {
-		t.Errorf("keeping a revision in a folder: %.0f allocations, want at most %d", n, maxAllocs)
+		t.Errorf("keeping a revision in a folder: %.0f allocations, want at most %.0f", n, maxAllocs)
 	}
 }
