@@ -67,8 +67,9 @@ type ownerIndex struct {
 	dir     string
 	segs    map[string]int64 // segment: bytes read of it (whole lines)
 	entries map[string]located
-	current string // this process's segment ("" before its first write)
-	size    int64  // of current
+	current string   // this process's segment ("" before its first write)
+	size    int64    // of current
+	file    *os.File // current, open for appending (nil: make a new one)
 	swept   time.Time
 	used    time.Time
 	loaded  bool
@@ -94,6 +95,7 @@ func (b *dirBackend) owner(tag string, now time.Time) *ownerIndex {
 		for t, other := range b.owners {
 			if other != o && other.mu.TryLock() {
 				if now.Sub(other.used) > ownerIdle {
+					other.close()
 					delete(b.owners, t)
 				}
 				other.mu.Unlock()
@@ -242,57 +244,45 @@ func (b *dirBackend) put(_ context.Context, tag string, e Entry, data []byte, ke
 	return dropped, nil
 }
 
-// append writes line at the end of this process's segment, making a new one first when it
-// has none, or its segment is full or old. Under o.mu.
+// append writes line at the end of this process's segment (kept open while the owner is in
+// use), making a new one first when it has none, or its segment is full or old. Under o.mu.
 func (o *ownerIndex) append(line []byte, now time.Time) error {
-	if o.current == "" || o.size+int64(len(line)) > segmentMaxBytes || now.Sub(segmentTime(o.current)) > segmentMaxAge {
+	if o.file == nil || o.size+int64(len(line)) > segmentMaxBytes || now.Sub(segmentTime(o.current)) > segmentMaxAge {
+		o.close()
 		if err := os.MkdirAll(o.dir, 0o700); err != nil {
 			return err
 		}
 		var r [6]byte
 		_, _ = rand.Read(r[:])
 		name := "seg-" + strconv.FormatInt(now.UnixMilli(), 10) + "-" + hex.EncodeToString(r[:]) + segmentSuffix
-		f, err := os.OpenFile(filepath.Join(o.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		f, err := os.OpenFile(filepath.Join(o.dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o600)
 		if err != nil {
 			return err
 		}
-		_ = f.Close()
-		o.current, o.size = name, 0
+		o.file, o.current, o.size = f, name, 0
 		o.segs[name] = 0
 	}
-	f, err := os.OpenFile(filepath.Join(o.dir, o.current), os.O_WRONLY|os.O_APPEND, 0)
+	n, err := o.file.Write(line)
 	if err != nil {
-		o.current = "" // deleted under it (it should not be): the next write makes a new one
+		// A part of a line may be there: the segment is given up (a reader skips a line
+		// without its end only at a segment's end), and the next write makes a new one.
+		o.close()
 		return err
 	}
-	n, err := f.Write(line)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		// A part of a line may be there: end it, so that the next line starts clean (a
-		// reader skips the broken one), or give the segment up.
-		if n > 0 {
-			if g, gerr := os.OpenFile(filepath.Join(o.dir, o.current), os.O_WRONLY|os.O_APPEND, 0); gerr == nil {
-				if _, werr := g.Write([]byte("\n")); werr != nil {
-					o.current = ""
-				}
-				_ = g.Close()
-			} else {
-				o.current = ""
-			}
-		}
-		if o.current != "" {
-			o.size += int64(n) + 1
-			o.segs[o.current] = o.size
-		}
-		return err
-	}
+	read := o.segs[o.current] == o.size
 	o.size += int64(n)
-	if o.segs[o.current] == o.size-int64(n) {
-		o.segs[o.current] = o.size // read already: our own line
+	if read {
+		o.segs[o.current] = o.size // our own line: read already
 	}
 	return nil
+}
+
+// close closes this process's segment: the next write makes a new one. Under o.mu.
+func (o *ownerIndex) close() {
+	if o.file != nil {
+		_ = o.file.Close()
+		o.file = nil
+	}
 }
 
 // sweep deletes the segments whose revisions the retention has all dropped, once no process
@@ -476,4 +466,19 @@ func ImportKV(ctx context.Context, kv store.KV, s *Store) (int, error) {
 		_ = kv.Delete(ctx, rest...) // indexes are the folders now; a shadow is only a hint
 	}
 	return n, nil
+}
+
+// Close closes the files a directory store holds open (the segments it appends to); a later
+// write opens a new one. Other stores do nothing.
+func (s *Store) Close() error {
+	if d, ok := s.b.(*dirBackend); ok {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for _, o := range d.owners {
+			o.mu.Lock()
+			o.close()
+			o.mu.Unlock()
+		}
+	}
+	return nil
 }

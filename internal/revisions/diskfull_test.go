@@ -21,8 +21,13 @@ func TestDiskFull(t *testing.T) {
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs here (%v: %s); TestDirFault covers a failing folder", err, strings.TrimSpace(string(out)))
 	}
-	t.Cleanup(func() { _ = exec.Command("umount", dir).Run() })
 	s := NewDir(filepath.Join(dir, "revisions"), DefaultRetention())
+	t.Cleanup(func() {
+		_ = s.Close()
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount: %v: %s", err, out)
+		}
+	})
 	ctx := context.Background()
 	keep(t, s, alice, KindCard, "r_1", `"before"`)
 	filler := filepath.Join(dir, "filler")

@@ -340,7 +340,7 @@ func TestKeepAllocs(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	keepOne()            // the first sweeps and makes the folders
+	keepOne()         // the first sweeps and makes the folders
 	maxAllocs := 24.0 // 20 measured (2026-11-28): one append, no file made
 	if raceEnabled {
 		maxAllocs = 34 // 29 measured: the race detector allocates too
