@@ -17,7 +17,7 @@ type Owner func(ctx context.Context) (revisions.User, error)
 // export commands): the local profile (profile, its config directory) on the card service at
 // baseURL.
 func LocalOwner(baseURL, profile string) Owner {
-	u := revisions.User{BaseURL: baseURL, ID: "profile:" + profile}
+	u := revisions.LocalUser(baseURL, profile)
 	return func(context.Context) (revisions.User, error) { return u, nil }
 }
 

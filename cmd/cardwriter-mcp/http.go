@@ -71,7 +71,7 @@ func openStore(ctx context.Context, spec string, f *serverFlags, af *httpAuthFla
 		// no transaction, index rewrite or disk sync of state.db per write.
 		f.revisionDir = filepath.Join(dir, revisionsDir)
 		var m int
-		m, err = revisions.ImportKV(ctx, kv, revisions.NewDir(f.revisionDir, f.keep))
+		m, err = revisions.ImportKV(ctx, kv, revisions.NewDir(f.revisionDir, f.keep), nil)
 		n += m
 	}
 	if err != nil {

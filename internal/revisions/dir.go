@@ -429,8 +429,9 @@ func (b *dirBackend) ping(context.Context) error {
 
 // ImportKV moves the revisions and trial shadows an earlier version kept in kv (the embedded
 // store) into s, a directory store, and deletes them from kv; it returns how many it moved.
-// A record that cannot be read is left where it is.
-func ImportKV(ctx context.Context, kv store.KV, s *Store) (int, error) {
+// A record that cannot be read is left where it is. reown, when not nil, names the owner a
+// revision has from now on (its owner before is its argument).
+func ImportKV(ctx context.Context, kv store.KV, s *Store, reown func(User) User) (int, error) {
 	d, ok := s.b.(*dirBackend)
 	if !ok {
 		return 0, errors.New("revisions: ImportKV needs a directory store")
@@ -448,6 +449,13 @@ func ImportKV(ctx context.Context, kv store.KV, s *Store) (int, error) {
 		var rev Revision
 		if json.Unmarshal(data, &rev) != nil || !validID(rev.ID) {
 			continue
+		}
+		if reown != nil {
+			u := reown(User{BaseURL: rev.BaseURL, ID: rev.User})
+			rev.BaseURL, rev.User = u.BaseURL, u.ID
+			if data, err = json.Marshal(rev); err != nil {
+				continue
+			}
 		}
 		e := Entry{ID: rev.ID, Kind: rev.Kind, ObjectID: rev.ObjectID, Tool: rev.Tool, Time: rev.Time, Changes: rev.Changes,
 			RestoreOf: rev.RestoreOf, Size: int64(len(data))}

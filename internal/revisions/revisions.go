@@ -95,6 +95,10 @@ type User struct {
 	ID      string
 }
 
+// LocalUser is the owner of the revisions of a server run for one person: the local profile
+// (its config directory, or another name of it) on the card service at baseURL.
+func LocalUser(baseURL, profile string) User { return User{BaseURL: baseURL, ID: "profile:" + profile} }
+
 // tag is the user's part of every key and folder name: a digest, so that ids never shape keys
 // or paths.
 func (u User) tag() string {
