@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -75,5 +78,47 @@ func TestPassthrough(t *testing.T) {
 	other := e.sb.AddUser("other-user-token-0123456789", "Other")
 	if status, _, _ := pe.mcpCall("other-user-token-0123456789", sid, listBody); status != 404 || other == "" {
 		t.Errorf("another user's token with the session: %d", status)
+	}
+}
+
+// TestPassthroughWithoutIdentity: a card service with no identity operation (404 where the
+// contract guesses GET /me) still serves passthrough: its tokens are accepted and forwarded,
+// each token's digest stands for its holder, and one token's session is not another's.
+func TestPassthroughWithoutIdentity(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	target, _ := url.Parse(e.sbURL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	noMe := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/open/v1/me" {
+			http.NotFound(w, r)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(noMe.Close)
+	pub := authtest.Serve(t, func(u string) http.Handler {
+		p, err := NewPassthrough(PassthroughOptions{PublicURL: u, APIHost: noMe.URL, Now: e.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api, _ := upstream.New(noMe.URL, upstream.ContextTokenSource{}, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
+		mux := http.NewServeMux()
+		mux.Handle(MCPPath, p.Protect(mcpStandIn(api)))
+		mux.Handle("/", p.Handler())
+		return mux
+	})
+	pe := &env{t: t, url: pub, secrets: e.secrets}
+	status, hd, out := pe.mcpCall(e.sb.DemoToken(), "", initBody)
+	grant, _ := out["identity"].(map[string]any)["grant"].(string)
+	if status != 200 || out["principal"] != "" || !strings.HasPrefix(grant, "token-") {
+		t.Fatalf("a token of a service without identity: %d %v", status, out)
+	}
+	sid := hd.Get("Mcp-Session-Id")
+	e.sb.AddUser("other-user-token-0123456789", "Other")
+	if status, _, _ := pe.mcpCall("other-user-token-0123456789", sid, listBody); status != 404 {
+		t.Errorf("another token with the session: %d, want 404", status)
+	}
+	if status, _, _ := pe.mcpCall(e.sb.DemoToken(), sid, listBody); status != 200 {
+		t.Errorf("the same token with its session: %d", status)
 	}
 }
