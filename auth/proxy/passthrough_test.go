@@ -18,18 +18,8 @@ import (
 func TestPassthrough(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	pub := authtest.Serve(t, func(url string) http.Handler {
-		p, err := NewPassthrough(PassthroughOptions{PublicURL: url, APIHost: e.sbURL, Logger: logger, Now: e.clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		api, _ := upstream.New(e.sbURL, upstream.ContextTokenSource{}, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
-		mux := http.NewServeMux()
-		mux.Handle(MCPPath, p.Protect(mcpStandIn(api)))
-		mux.Handle("/", p.Handler())
-		return mux
-	})
-	pe := &env{t: t, url: pub, secrets: e.secrets}
+	pe := servePassthrough(t, e, e.sbURL, logger)
+	pub := pe.url
 
 	resp, err := http.Get(pub + "/.well-known/oauth-protected-resource/mcp")
 	if err != nil {
@@ -96,18 +86,7 @@ func TestPassthroughWithoutIdentity(t *testing.T) {
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(noMe.Close)
-	pub := authtest.Serve(t, func(u string) http.Handler {
-		p, err := NewPassthrough(PassthroughOptions{PublicURL: u, APIHost: noMe.URL, Now: e.clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		api, _ := upstream.New(noMe.URL, upstream.ContextTokenSource{}, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
-		mux := http.NewServeMux()
-		mux.Handle(MCPPath, p.Protect(mcpStandIn(api)))
-		mux.Handle("/", p.Handler())
-		return mux
-	})
-	pe := &env{t: t, url: pub, secrets: e.secrets}
+	pe := servePassthrough(t, e, noMe.URL, nil)
 	status, hd, out := pe.mcpCall(e.sb.DemoToken(), "", initBody)
 	grant, _ := out["identity"].(map[string]any)["grant"].(string)
 	if status != 200 || out["principal"] != "" || !strings.HasPrefix(grant, "token-") {
@@ -121,4 +100,21 @@ func TestPassthroughWithoutIdentity(t *testing.T) {
 	if status, _, _ := pe.mcpCall(e.sb.DemoToken(), sid, listBody); status != 200 {
 		t.Errorf("the same token with its session: %d", status)
 	}
+}
+
+// servePassthrough serves a passthrough server in front of the card service at apiHost, with
+// mcpStandIn behind it, and returns an env calling it.
+func servePassthrough(t *testing.T, e *env, apiHost string, logger *slog.Logger) *env {
+	pub := authtest.Serve(t, func(u string) http.Handler {
+		p, err := NewPassthrough(PassthroughOptions{PublicURL: u, APIHost: apiHost, Logger: logger, Now: e.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api, _ := upstream.New(apiHost, upstream.ContextTokenSource{}, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
+		mux := http.NewServeMux()
+		mux.Handle(MCPPath, p.Protect(mcpStandIn(api)))
+		mux.Handle("/", p.Handler())
+		return mux
+	})
+	return &env{t: t, url: pub, secrets: e.secrets}
 }
