@@ -118,3 +118,23 @@ func servePassthrough(t *testing.T, e *env, apiHost string, logger *slog.Logger)
 	})
 	return &env{t: t, url: pub, secrets: e.secrets}
 }
+
+// TestSignInWithoutIdentity: proxy mode in front of a card service with no identity operation
+// (404 at the guessed /me): the sign-in completes, its grant names no user and stands for one
+// (requests carry the grant), and no consent is remembered for a user nobody named.
+func TestSignInWithoutIdentity(t *testing.T) {
+	e := newEnv(t, envOptions{noIdentity: true})
+	c := e.register("No identity", "http://127.0.0.1:9/cb")
+	access, _ := c.signIn()
+	g := onlyGrant(t, e)
+	if g.UserID != "" {
+		t.Errorf("the grant names user %q", g.UserID)
+	}
+	status, _, out := e.mcpCall(access, "", initBody)
+	if status != 200 || out["principal"] != "" || out["identity"].(map[string]any)["grant"] != g.ID {
+		t.Errorf("a request of the grant: %d %v", status, out)
+	}
+	if _, err := e.store.GetConsent(context.Background(), "", c.id, c.redirectURI); err == nil {
+		t.Error("a consent was remembered for nobody")
+	}
+}
