@@ -88,7 +88,8 @@ func TestPassthroughWithoutIdentity(t *testing.T) {
 	t.Cleanup(noMe.Close)
 	pe := servePassthrough(t, e, noMe.URL, nil)
 	status, hd, out := pe.mcpCall(e.sb.DemoToken(), "", initBody)
-	grant, _ := out["identity"].(map[string]any)["grant"].(string)
+	ident, _ := out["identity"].(map[string]any)
+	grant, _ := ident["grant"].(string)
 	if status != 200 || out["principal"] != "" || !strings.HasPrefix(grant, "token-") {
 		t.Fatalf("a token of a service without identity: %d %v", status, out)
 	}
@@ -131,7 +132,8 @@ func TestSignInWithoutIdentity(t *testing.T) {
 		t.Errorf("the grant names user %q", g.UserID)
 	}
 	status, _, out := e.mcpCall(access, "", initBody)
-	if status != 200 || out["principal"] != "" || out["identity"].(map[string]any)["grant"] != g.ID {
+	ident, _ := out["identity"].(map[string]any)
+	if status != 200 || out["principal"] != "" || ident["grant"] != g.ID {
 		t.Errorf("a request of the grant: %d %v", status, out)
 	}
 	if _, err := e.store.GetConsent(context.Background(), "", c.id, c.redirectURI); err == nil {
