@@ -2,11 +2,14 @@ package tools
 
 import (
 	"context"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -163,5 +166,26 @@ func TestParallelWritesListed(t *testing.T) {
 				e.ok("restore_revision", jsonArg(t, map[string]any{"revisionId": id}))
 			}
 		})
+	}
+}
+
+// TestServerFaultsNamed: a fault of this server's own files or store (a full disk while
+// keeping kept-aside data, a store down) reaches the model as this server's, with its
+// cause, never as the card service's.
+func TestServerFaultsNamed(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		fmt.Errorf("aside: keep: %w", &fs.PathError{Op: "write", Path: "/state/aside", Err: syscall.ENOSPC}),
+		&store.UnavailableError{Backend: "bolt", Err: fmt.Errorf("write: %w", syscall.ENOSPC)},
+	} {
+		env, code, internal := outcome(context.Background(), err)
+		msg, _ := env["message"].(string)
+		if internal || code != codeUnavailable || !strings.Contains(msg, "This server (cardwriter-mcp, not the card service)") ||
+			!strings.Contains(msg, "no space left on device") || strings.Contains(msg, "could not be reached") {
+			t.Errorf("%v: %s %v: %s", err, code, internal, msg)
+		}
+		if f := (&Tool{Name: "set_opening_lines", Operation: "setOpeningLines"}).lostAnswer(context.Background(), err, nil); f != nil {
+			t.Errorf("%v read as a lost answer: %s", err, f.Message)
+		}
 	}
 }
