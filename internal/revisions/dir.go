@@ -70,6 +70,7 @@ type ownerIndex struct {
 	current string   // this process's segment ("" before its first write)
 	size    int64    // of current
 	file    *os.File // current, open for appending (nil: make a new one)
+	sorted  []Entry  // the entries, oldest first (nil: to be sorted again)
 	swept   time.Time
 	used    time.Time
 	loaded  bool
@@ -136,6 +137,7 @@ func (o *ownerIndex) refresh() error {
 			for id, l := range o.entries {
 				if l.seg == name {
 					delete(o.entries, id)
+					o.sorted = nil
 				}
 			}
 		}
@@ -171,6 +173,7 @@ func (o *ownerIndex) readTail(name string) error {
 			if json.Unmarshal(head, &e) == nil && validID(e.ID) {
 				hl := int64(len(head) + 1)
 				o.entries[e.ID] = located{Entry: e, seg: name, off: off + hl, len: int64(len(rec))}
+				o.sorted = nil
 			}
 		}
 		off += int64(nl + 1)
@@ -185,26 +188,39 @@ func (o *ownerIndex) readTail(name string) error {
 // revision dropped stays dropped (newer revisions and time only add to what the retention
 // drops). Under o.mu.
 func (o *ownerIndex) view(keep Retention, newest string, now time.Time, forget bool) (kept, dropped []Entry) {
-	all := make([]Entry, 0, len(o.entries))
-	for _, l := range o.entries {
-		all = append(all, l.Entry)
-	}
-	slices.SortFunc(all, func(a, b Entry) int {
-		switch {
-		case newer(a, b):
-			return 1
-		case newer(b, a):
-			return -1
+	if o.sorted == nil || len(o.sorted) != len(o.entries) {
+		o.sorted = make([]Entry, 0, len(o.entries))
+		for _, l := range o.entries {
+			o.sorted = append(o.sorted, l.Entry)
 		}
-		return 0
-	})
-	kept, dropped = keep.apply(all, newest, now)
-	for _, d := range dropped {
-		if forget {
+		slices.SortFunc(o.sorted, func(a, b Entry) int {
+			switch {
+			case newer(a, b):
+				return 1
+			case newer(b, a):
+				return -1
+			}
+			return 0
+		})
+	}
+	kept, dropped = keep.apply(o.sorted, newest, now)
+	if forget && len(dropped) > 0 {
+		for _, d := range dropped {
 			delete(o.entries, d.ID)
 		}
+		o.sorted = kept
 	}
 	return kept, dropped
+}
+
+// added records an entry just added to o.entries in the sorted view: kept sorted when it is
+// the newest (a process's own writes), else rebuilt at the next view. Under o.mu.
+func (o *ownerIndex) added(e Entry) {
+	if o.sorted != nil && len(o.sorted) == len(o.entries)-1 && (len(o.sorted) == 0 || newer(e, o.sorted[len(o.sorted)-1])) {
+		o.sorted = append(o.sorted, e)
+		return
+	}
+	o.sorted = nil
 }
 
 // segmentTime returns when a segment was made, from its name.
@@ -232,6 +248,7 @@ func (b *dirBackend) put(_ context.Context, tag string, e Entry, data []byte, ke
 		return nil, fmt.Errorf("revisions: keep %s: %w", e.ID, err)
 	}
 	o.entries[e.ID] = located{Entry: e, seg: o.current, off: o.size - int64(len(line)) + int64(len(head)+1), len: int64(len(data))}
+	o.added(e)
 	sweep := !o.loaded || now.Sub(o.swept) >= sweepEvery
 	if sweep {
 		o.swept = now
@@ -303,6 +320,7 @@ func (o *ownerIndex) sweep(keep Retention, now time.Time) {
 			for id, l := range o.entries {
 				if l.seg == name {
 					delete(o.entries, id)
+					o.sorted = nil
 				}
 			}
 		}
