@@ -241,7 +241,7 @@ func (s *Store) Keep(ctx context.Context, user User, rev *Revision) (dropped []E
 	if rev.Changes == nil {
 		rev.Changes = []string{}
 	}
-	data, err := json.Marshal(rev)
+	data, err := encodeRevision(rev)
 	if err != nil {
 		return nil, fmt.Errorf("revisions: encode: %w", err)
 	}
@@ -251,6 +251,46 @@ func (s *Store) Keep(ctx context.Context, user User, rev *Revision) (dropped []E
 	entry := Entry{ID: rev.ID, Kind: rev.Kind, ObjectID: rev.ObjectID, Tool: rev.Tool, Time: now, Changes: rev.Changes,
 		RestoreOf: rev.RestoreOf, Size: int64(len(data))}
 	return s.b.put(ctx, user.tag(), entry, data, s.keep, now)
+}
+
+// encodeRevision encodes rev as json.Marshal does, but for its State, which is copied as it is
+// when it is valid compact JSON (json.Marshal would scan and compact it again: a worldbook's
+// entries are most of a write's revision).
+func encodeRevision(rev *Revision) ([]byte, error) {
+	state := rev.State
+	if len(state) == 0 || !json.Valid(state) || !compactJSON(state) {
+		return json.Marshal(rev)
+	}
+	r := *rev
+	r.State = json.RawMessage("null")
+	data, err := json.Marshal(&r)
+	if err != nil {
+		return nil, err
+	}
+	at := bytes.Index(data, []byte(`,"state":null`))
+	if at < 0 {
+		return json.Marshal(rev)
+	}
+	at += len(`,"state":`)
+	out := make([]byte, 0, len(data)+len(state))
+	out = append(append(append(out, data[:at]...), state...), data[at+len("null"):]...)
+	return out, nil
+}
+
+// compactJSON reports whether valid JSON data has no whitespace outside its strings.
+func compactJSON(data []byte) bool {
+	in := false
+	for i := 0; i < len(data); i++ {
+		switch c := data[i]; {
+		case in && c == '\\':
+			i++
+		case c == '"':
+			in = !in
+		case !in && (c == ' ' || c == '\n' || c == '\t' || c == '\r'):
+			return false
+		}
+	}
+	return true
 }
 
 // apply returns list (oldest first; newest the entry never dropped) without what the

@@ -349,3 +349,17 @@ func TestKeepAllocs(t *testing.T) {
 		t.Errorf("keeping a revision in a folder: %.0f allocations, want at most %.0f", n, maxAllocs)
 	}
 }
+
+// TestEncodeRevision: a revision is encoded exactly as json.Marshal encodes it, whatever its
+// state (compact, spaced, with escapes, empty).
+func TestEncodeRevision(t *testing.T) {
+	t.Parallel()
+	for _, state := range []string{`{"a":1,"b":["x","y"]}`, `{ "a" : 1 }`, `"tab\t\"quoted\" ,\"state\":null"`, `null`, ``, `[{"entryId":"e1","content":"a\nb"}]`} {
+		rev := &Revision{ID: "rv_x", Kind: KindWorldbook, ObjectID: "wb", Tool: "t", Changes: []string{"c"}, State: json.RawMessage(state), User: "u", BaseURL: "b"}
+		want, wantErr := json.Marshal(rev)
+		got, err := encodeRevision(rev)
+		if string(got) != string(want) || (err == nil) != (wantErr == nil) {
+			t.Errorf("state %q:\n got %s, %v\nwant %s, %v", state, got, err, want, wantErr)
+		}
+	}
+}
