@@ -169,6 +169,10 @@ for (const { line, transport } of COMBINATIONS) {
         assert.equal(fired.fired.length, 1);
         await bad('test_worldbook_triggers', { text: 'neither worldbookId nor entries' });
 
+        const xray = await good('preview_prompt', { roleId, chat: [{ text: 'The kraken rises.', user: true }] });
+        assert.ok(xray.blocks.some((b) => b.entries?.length), JSON.stringify(xray.blocks));
+        await bad('preview_prompt', { chat: [] });
+
         const trial = await good('upsert_trial_card', { clientKey: 'e2e-trial', card: { roleName: 'Trial Mira', sections: { description: 'A try.' } } });
         assert.equal(trial.created, true);
         await bad('upsert_trial_card', { clientKey: 'not a key', card: { roleName: 'x' } }, 'invalid_arguments');

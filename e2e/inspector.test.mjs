@@ -50,7 +50,7 @@ for (const transport of ['stdio', 'http']) {
 
     const cases = [
       ['lists the tools, passing its strict schema check', ['--method', 'tools/list', '--strict'], (out) => {
-        assert.equal(out.tools.length, 30);
+        assert.equal(out.tools.length, 31);
         for (const t of out.tools) assert.ok(t.title, `${t.name} has no title`);
       }],
       ['lists the resource templates', ['--method', 'resources/templates/list'], (out) => {

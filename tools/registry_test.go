@@ -19,7 +19,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the README's tool table from the registry")
 
-var readOnlyName = regexp.MustCompile(`^(get_|list_)|^whoami$|^validate_card$|^review_card$|^export_tavern_(card|worldbook)$|^test_worldbook_triggers$|^diff_revision$`)
+var readOnlyName = regexp.MustCompile(`^(get_|list_)|^whoami$|^validate_card$|^review_card$|^export_tavern_(card|worldbook)$|^test_worldbook_triggers$|^preview_prompt$|^diff_revision$`)
 
 // TestRegistry checks every tool of the registry, the way github-mcp-server's
 // tools_validation_test checks its own.
@@ -51,7 +51,7 @@ func TestRegistry(t *testing.T) {
 				return
 			}
 			if want := readOnlyName.MatchString(tool.Name); *a.ReadOnlyHint != want {
-				t.Errorf("readOnlyHint = %v, want %v (true exactly for get_*, list_*, whoami, validate_card, export_tavern_card, export_tavern_worldbook, test_worldbook_triggers, diff_revision)", *a.ReadOnlyHint, want)
+				t.Errorf("readOnlyHint = %v, want %v (true exactly for get_*, list_*, whoami, validate_card, export_tavern_card, export_tavern_worldbook, test_worldbook_triggers, preview_prompt, diff_revision)", *a.ReadOnlyHint, want)
 			}
 			if *a.ReadOnlyHint && *a.DestructiveHint {
 				t.Error("a read-only tool is marked destructive")

@@ -194,7 +194,8 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 	"reports how many the service allows at once and how long they live. " +
 	"Character cards and lorebooks from other apps (Character Card V1/V2/V3 as JSON, PNG or CHARX; SillyTavern World Info) " +
 	"come in with import_tavern_card and import_tavern_worldbook and go out with export_tavern_card; " +
-	"test_worldbook_triggers shows which worldbook entries a passage or chat would fire, as SillyTavern activates them. " +
+	"test_worldbook_triggers shows which worldbook entries a passage or chat would fire, as SillyTavern activates them; " +
+	"preview_prompt, the whole prompt SillyTavern builds around them and what its budget cuts. " +
 	"A result with isError carries a message to act on; invalid arguments name every failing field. " +
 	"The prompts author_card, build_worldbook and try_card_as_trial walk through these workflows."
 

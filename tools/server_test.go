@@ -43,7 +43,7 @@ func TestServerListsTheFilteredTools(t *testing.T) {
 		{"all", Filter{}, nil},
 		{"read-only", Filter{ReadOnly: true}, []string{"get_card", "whoami", "validate_card", "review_card", "list_card_assets",
 			"list_worldbooks", "get_worldbook", "list_card_worldbooks", "list_worldbook_entries", "list_trial_cards", "get_trial_card",
-			"test_worldbook_triggers", "export_tavern_card", "export_tavern_worldbook", "list_revisions", "diff_revision"}},
+			"test_worldbook_triggers", "preview_prompt", "export_tavern_card", "export_tavern_worldbook", "list_revisions", "diff_revision"}},
 		{"trial toolset", Filter{Toolsets: []string{"trial"}}, []string{"list_trial_cards", "get_trial_card", "upsert_trial_card", "delete_trial_card"}},
 		{"named tools", Filter{Tools: []string{"whoami"}}, []string{"whoami"}},
 	}

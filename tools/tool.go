@@ -121,7 +121,7 @@ func (t Tool) MCPTool() mcp.Tool {
 //
 // The rules this registry follows:
 //   - readOnly: true exactly for tools that only read (get_*, list_*, whoami, validate_card,
-//     export_tavern_card, test_worldbook_triggers, diff_revision).
+//     export_tavern_card, test_worldbook_triggers, preview_prompt, diff_revision).
 //   - destructive: true when a call can delete stored content or overwrite stored content that
 //     the caller did not restate: deletes, full replacements (opening lines, a trial card) and
 //     writes whose fields replace the stored ones (card profile, card document sections,
@@ -158,6 +158,7 @@ func definitions() []Tool {
 	all = append(all, reviewTool())
 	all = append(all, worldbookTools()...)
 	all = append(all, triggerTools()...)
+	all = append(all, xrayTool())
 	all = append(all, trialTools()...)
 	all = append(all, tavernTools()...)
 	all = append(all, revisionTools()...)

@@ -175,6 +175,10 @@ func TestEveryToolAgainstTheSandbox(t *testing.T) {
 	if fired := trig["fired"].([]any); len(fired) != 1 {
 		t.Errorf("test_worldbook_triggers: %v", trig)
 	}
+	xray := ok("preview_prompt", jsonArg(t, map[string]any{"roleId": roleID, "chat": []any{map[string]any{"text": "The Kestrel is late.", "user": true}}}))
+	if len(list(xray, "blocks")) == 0 {
+		t.Errorf("preview_prompt: %v", xray)
+	}
 	imp := ok("import_tavern_card", `{"source":{"json":{"spec":"chara_card_v2","spec_version":"2.0","data":{"name":"Vey",`+
 		`"first_mes":"Hold the lantern lower.","character_book":{"entries":[{"keys":["kraken"],"content":"A kraken.","extensions":{"depth":4}}]}}}}}`)
 	if imp["worldbookId"] == nil || imp["entryCount"] != json.Number("1") {

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
@@ -22,7 +25,7 @@ func triggerTools() []Tool {
 			Name:    "test_worldbook_triggers",
 			Toolset: ToolsetWorldbook,
 			Title:   "Test which worldbook entries a passage or chat triggers",
-			Description: "Simulate which worldbook entries a passage (text) or chat activates, and why; changes nothing. matchOptions null: the service's rules (case-insensitive substrings, secondaryKeywords an AND gate); set: SillyTavern's exactly (/regex/ keys, whole words, scanDepth, {{char}}, selectiveLogic, probability: seed rolls it, groups, recursion, sticky/cooldown/delay: pass timedEffects back next turn). Of a large worldbook, notFired lists only entries a keyword matched.\n\n" +
+			Description: "Simulate which worldbook entries a passage (text) or chat activates, and why; changes nothing. matchOptions null: the service's rules; set: SillyTavern's (regex keys, whole words, selectiveLogic, probability: seed rolls it, groups, recursion, sticky/cooldown/delay: pass timedEffects back). Of a large worldbook, notFired lists only entries a keyword matched.\n\n" +
 				`Example: {"worldbookId":"wb_41d0e7","text":"We drop out of the jump gate."}`,
 			Annotations: readHints(),
 			Handler:     testWorldbookTriggers,
@@ -131,6 +134,96 @@ var sillyTavernFields = map[string]string{
 	"sticky": "sticky", "cooldown": "cooldown", "delay": "delay", "excludeRecursion": "exclude_recursion",
 	"preventRecursion": "prevent_recursion", "delayUntilRecursion": "delay_until_recursion",
 	"scanDepth": "scan_depth", "caseSensitive": "case_sensitive", "matchWholeWords": "match_whole_words",
+	// preview_prompt's: where the entry goes, the budget, filters and other scan sources.
+	"position": "position", "depth": "depth", "role": "role", "outletName": "outlet_name", "ignoreBudget": "ignore_budget",
+	"triggers": "triggers", "characterFilter": "character_filter", "matchPersonaDescription": "match_persona_description",
+	"matchCharacterDescription": "match_character_description", "matchCharacterPersonality": "match_character_personality",
+	"matchCharacterDepthPrompt": "match_character_depth_prompt", "matchScenario": "match_scenario", "matchCreatorNotes": "match_creator_notes",
+}
+
+// stField is the kind of value a sillyTavern field takes.
+type stField struct {
+	kinds    string // letters: b boolean, n number, i integer, s string, z null, a array of generation types, o character filter
+	min, max float64
+}
+
+// stFields are the sillyTavern fields an entry may carry and what each takes (SillyTavern's
+// entry fields; the schema lists them, the handler checks them).
+var stFields = map[string]stField{
+	"probability": {kinds: "n"}, "useProbability": {kinds: "b"}, "group": {kinds: "s"}, "groupOverride": {kinds: "b"},
+	"groupWeight": {kinds: "n"}, "useGroupScoring": {kinds: "bz"}, "sticky": {kinds: "n"}, "cooldown": {kinds: "n"},
+	"delay": {kinds: "n"}, "excludeRecursion": {kinds: "b"}, "preventRecursion": {kinds: "b"},
+	"delayUntilRecursion": {kinds: "bi", max: math.MaxInt32}, "scanDepth": {kinds: "iz", max: 1000},
+	"caseSensitive": {kinds: "bz"}, "matchWholeWords": {kinds: "bz"},
+	"position": {kinds: "i", max: tavern.PosOutlet}, "depth": {kinds: "i", max: 10000}, "role": {kinds: "i", max: 2},
+	"outletName": {kinds: "s"}, "ignoreBudget": {kinds: "b"}, "triggers": {kinds: "a"}, "characterFilter": {kinds: "o"},
+	"matchPersonaDescription": {kinds: "b"}, "matchCharacterDescription": {kinds: "b"}, "matchCharacterPersonality": {kinds: "b"},
+	"matchCharacterDepthPrompt": {kinds: "b"}, "matchScenario": {kinds: "b"}, "matchCreatorNotes": {kinds: "b"},
+}
+
+// checkSillyTavern checks an entry's sillyTavern fields; the error names the first wrong one.
+func checkSillyTavern(where string, fields map[string]any) error {
+	for _, k := range slices.Sorted(maps.Keys(fields)) {
+		f, ok := stFields[k]
+		if !ok {
+			return badTriggerArgs(fmt.Sprintf("%s.sillyTavern.%s is not a SillyTavern entry field.", where, k), "entries")
+		}
+		if !f.accepts(fields[k]) {
+			return badTriggerArgs(fmt.Sprintf("%s.sillyTavern.%s has a value of the wrong kind or range.", where, k), "entries")
+		}
+	}
+	return nil
+}
+
+// accepts reports whether v is a value of the field.
+func (f stField) accepts(v any) bool {
+	has := func(k byte) bool { return strings.IndexByte(f.kinds, k) >= 0 }
+	switch t := v.(type) {
+	case nil:
+		return has('z')
+	case bool:
+		return has('b')
+	case string:
+		return has('s')
+	case float64:
+		if has('n') {
+			return true
+		}
+		return has('i') && t == math.Trunc(t) && t >= f.min && t <= f.max
+	case []any:
+		for _, x := range t {
+			if s, ok := x.(string); !ok || !slices.Contains(tavern.GenerationTypes, s) {
+				return false
+			}
+		}
+		return has('a')
+	case map[string]any:
+		if !has('o') {
+			return false
+		}
+		for k, x := range t {
+			switch k {
+			case "isExclude":
+				if _, ok := x.(bool); !ok {
+					return false
+				}
+			case "names", "tags":
+				l, ok := x.([]any)
+				if !ok {
+					return false
+				}
+				for _, n := range l {
+					if _, ok := n.(string); !ok {
+						return false
+					}
+				}
+			default:
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // triggerEffect is a sticky or cooldown record, in and out: the entry by entryId, else by index.
@@ -229,7 +322,8 @@ func testWorldbookTriggers(ctx context.Context, c *Call) (json.RawMessage, error
 		settings.ScanDepth = *in.ScanDepth
 	}
 	in.Settings.apply(&settings)
-	opts := tavern.SimOptions{Settings: settings, Chat: in.Chat, Macros: tavern.Macros{Char: in.CharName, User: in.UserName}, Seed: in.Seed}
+	opts := tavern.SimOptions{Settings: settings, Chat: in.Chat, Macros: tavern.Macros{Char: in.CharName, User: in.UserName}, Seed: in.Seed,
+		Character: tavern.FilterTarget{File: in.CharName}}
 	if in.Text != nil {
 		opts.Chat = []tavern.Message{{Text: *in.Text}}
 	}
@@ -273,37 +367,45 @@ func testWorldbookTriggers(ctx context.Context, c *Call) (json.RawMessage, error
 // storedTriggerEntries reads a worldbook's entries and, for a tavern worldbook imported from a
 // file, their SillyTavern fields and the lorebook's settings from the kept-aside record.
 func storedTriggerEntries(ctx context.Context, c *Call, in *triggerArgs, out *triggerReport, settings *tavern.Settings) ([]tavern.Entry, error) {
-	wb, err := c.Client.GetWorldbook(ctx, in.WorldbookID)
-	if err != nil {
-		return nil, err
-	}
-	if in.Format != "" && in.Format != wb.Format {
-		return nil, &Failure{Code: codeInvalidArguments, Detail: map[string]any{"argument": "format"},
-			Message: fmt.Sprintf("format %s does not apply to worldbook %s, which is %s; leave format out (it is for entries).", in.Format, wb.WorldbookID, wb.Format)}
-	}
-	list, err := c.Client.ListWorldbookEntries(ctx, in.WorldbookID, "")
+	entries, wb, book, err := storedEntries(ctx, c, in.WorldbookID, in.Format)
 	if err != nil {
 		return nil, err
 	}
 	out.WorldbookID, out.Format = wb.WorldbookID, wb.Format
+	settings.ApplyBook(book)
+	return entries, nil
+}
+
+// storedEntries reads a worldbook's entries and, for a tavern worldbook imported from a file,
+// their SillyTavern fields and the lorebook's own fields (nil when none were kept) from the
+// kept-aside record. A format given must be the worldbook's.
+func storedEntries(ctx context.Context, c *Call, worldbookID, format string) ([]tavern.Entry, *upstream.Worldbook, map[string]any, error) {
+	wb, err := c.Client.GetWorldbook(ctx, worldbookID)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if format != "" && format != wb.Format {
+		return nil, nil, nil, &Failure{Code: codeInvalidArguments, Detail: map[string]any{"argument": "format"},
+			Message: fmt.Sprintf("format %s does not apply to worldbook %s, which is %s; leave format out (it is for entries).", format, wb.WorldbookID, wb.Format)}
+	}
+	list, err := c.Client.ListWorldbookEntries(ctx, worldbookID, "")
+	if err != nil {
+		return nil, nil, nil, err
+	}
 	entries := tavernEntries(list.Entries)
 	if wb.Format != upstream.WorldbookTavern {
-		return entries, nil
+		return entries, wb, nil, nil
 	}
 	kept, found, err := tavernsync.LoadKeptWorldbook(ctx, c.Client, c.Aside, wb.WorldbookID)
-	if err != nil {
-		return nil, err
+	if err != nil || !found {
+		return entries, wb, nil, err
 	}
-	if !found {
-		return entries, nil
-	}
-	settings.ApplyBook(kept.Book)
 	for i := range entries {
 		if ext, ok := kept.Entries[entries[i].EntryID]; ok {
 			entries[i].Extensions = ext
 		}
 	}
-	return entries, nil
+	return entries, wb, kept.Book, nil
 }
 
 // givenTriggerEntry turns an entry of the arguments into the model, its sillyTavern fields into
@@ -317,6 +419,9 @@ func givenTriggerEntry(i int, e triggerEntry, format string) (tavern.Entry, erro
 	}
 	if len(e.SillyTavern) == 0 {
 		return te, nil
+	}
+	if err := checkSillyTavern(fmt.Sprintf("entries[%d]", i), e.SillyTavern); err != nil {
+		return te, err
 	}
 	ext := map[string]any{}
 	for k, v := range e.SillyTavern {

@@ -148,11 +148,32 @@ func TestTriggersBadArguments(t *testing.T) {
 		{map[string]any{"entries": []any{entry}, "text": "x", "timedEffects": []any{map[string]any{"index": 3, "type": "sticky", "start": 0, "end": 2}}}, "index between 0 and 0"},
 		{map[string]any{"entries": []any{map[string]any{"name": "A", "keywords": []string{"x"}, "sillyTavern": map[string]any{"caseSensitive": true}}}, "text": "x"}, "sillyTavern.caseSensitive applies to entries with SillyTavern's rules"},
 		{map[string]any{"entries": []any{entry}, "text": "x", "scanDepth": -1}, "scanDepth"},
+		{map[string]any{"entries": []any{map[string]any{"name": "A", "keywords": []string{"x"}, "sillyTavern": map[string]any{"probabilty": 5}}}, "text": "x"}, "sillyTavern.probabilty is not a SillyTavern entry field"},
+		{map[string]any{"entries": []any{map[string]any{"name": "A", "keywords": []string{"x"}, "sillyTavern": map[string]any{"scanDepth": 1001}}}, "text": "x"}, "sillyTavern.scanDepth has a value of the wrong kind"},
+		{map[string]any{"entries": []any{map[string]any{"name": "A", "keywords": []string{"x"}, "sillyTavern": map[string]any{"sticky": "2"}}}, "text": "x"}, "sillyTavern.sticky has a value of the wrong kind"},
+		{map[string]any{"entries": []any{map[string]any{"name": "A", "keywords": []string{"x"}, "sillyTavern": map[string]any{"triggers": []string{"often"}}}}, "text": "x"}, "sillyTavern.triggers has a value of the wrong kind"},
 		{map[string]any{"entries": []any{entry}, "chat": []any{map[string]any{"name": "no text"}}}, "text"},
 	} {
 		env, msg := e.fail("test_worldbook_triggers", jsonArg(t, bad.args))
 		if env["error"] != "invalid_arguments" || !strings.Contains(msg+" "+jsonArg(t, env["detail"]), bad.want) {
 			t.Errorf("%v: %v %s", bad.args, env, msg)
 		}
+	}
+}
+
+// TestTriggersCharacterFilter: an entry's character filter applies to charName; without one it
+// is not applied, and the reason says so.
+func TestTriggersCharacterFilter(t *testing.T) {
+	t.Parallel()
+	e, _ := newTavernEnv(t, tavernEnvConfig{})
+	mo := map[string]any{"caseSensitive": false, "matchWholeWords": false, "selectiveLogic": 0}
+	entries := []any{map[string]any{"name": "Hers", "keywords": []string{"gate"}, "matchOptions": mo, "sillyTavern": map[string]any{"characterFilter": map[string]any{"names": []string{"Mira"}}}}}
+	out := e.ok("test_worldbook_triggers", jsonArg(t, map[string]any{"entries": entries, "text": "the gate"}))
+	if r := resultOf(t, out, "Hers"); !slices.Contains(firedNames(out, "fired"), "Hers") || !strings.Contains(str(r, "reason"), "not applied") {
+		t.Errorf("no charName: %v", r)
+	}
+	out = e.ok("test_worldbook_triggers", jsonArg(t, map[string]any{"entries": entries, "text": "the gate", "charName": "Kai"}))
+	if r := resultOf(t, out, "Hers"); slices.Contains(firedNames(out, "fired"), "Hers") || !strings.Contains(str(r, "reason"), "filtered out") {
+		t.Errorf("charName Kai: %v", r)
 	}
 }

@@ -72,6 +72,33 @@ const (
 	constantEntryLarge = 300
 )
 
+// typicalContexts are the context sizes the card is weighed against: a small local model's
+// and a common hosted one's.
+var typicalContexts = []int{8192, 32768}
+
+// replyReserve is the reply's share of the context: SillyTavern's default response length
+// (openai_max_tokens) in chat completion.
+const replyReserve = 300
+
+// part is a part of what the card always sends, with its tokens.
+type part struct {
+	field  string
+	tokens int
+}
+
+// largest names the n largest parts, biggest first, with their tokens.
+func largest(parts []part, n int) string {
+	sorted := slices.Clone(parts)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].tokens > sorted[j].tokens })
+	var names []string
+	for _, p := range sorted[:min(n, len(sorted))] {
+		if p.tokens > 0 {
+			names = append(names, fmt.Sprintf("%s (%d tokens)", p.field, p.tokens))
+		}
+	}
+	return strings.Join(names, ", ")
+}
+
 // permanentSections are the sections the model reads with every message.
 var permanentSections = []string{"description", "personality", "scenario", "systemPrompt", "postHistoryInstructions", "exampleDialogue"}
 
@@ -165,8 +192,10 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 	}
 
 	// What the model reads with every message.
+	var always []part
 	for _, s := range permanentSections {
 		r.Tokens.Permanent += counts["sections."+s]
+		always = append(always, part{"sections." + s, counts["sections."+s]})
 	}
 
 	// Macros.
@@ -230,6 +259,7 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 					return Report{}, err
 				}
 				r.Tokens.Permanent += n
+				always = append(always, part{f, n})
 				sev := Info
 				if n > constantEntryLarge {
 					sev = Warning
@@ -268,6 +298,18 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 	if r.Tokens.Permanent > permanentBudget {
 		add(Warning, "sections", fmt.Sprintf("%d tokens go with every message (the always-read sections and constant entries).", r.Tokens.Permanent),
 			fmt.Sprintf("Keep them under about %d: trim the description and example dialogue, or move lore into keyword entries.", permanentBudget))
+	}
+	for _, ctx := range typicalContexts {
+		left := ctx - r.Tokens.Permanent - replyReserve
+		if left >= ctx/2 {
+			continue
+		}
+		sev, what := Warning, fmt.Sprintf("%d are left for the chat, under half", max(left, 0))
+		if left <= 0 {
+			sev, what = Error, "nothing is left for the chat"
+		}
+		add(sev, fmt.Sprintf("context %dk", ctx/1024), fmt.Sprintf("Of a %d-token context the card always sends %d tokens (its sections and constant entries); with a %d-token reply %s, so the model forgets the chat quickly.",
+			ctx, r.Tokens.Permanent, replyReserve, what), "Trim "+largest(always, 3)+", or move lore into keyword entries.")
 	}
 	rank := map[string]int{Error: 0, Warning: 1, Info: 2}
 	sort.SliceStable(r.Findings, func(i, j int) bool { return rank[r.Findings[i].Severity] < rank[r.Findings[j].Severity] })

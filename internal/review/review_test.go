@@ -49,6 +49,9 @@ func TestRules(t *testing.T) {
 		{"an entry the greeting fires", nil, []Worldbook{{ID: "wb_1", Entries: []tavern.Entry{entry("Storm", "storm")}}}, Info, `worldbook wb_1 entry "Storm"`, "fires the entry (storm)"},
 		{"an entry keyed on {{char}} the example dialogue fires", nil, []Worldbook{{ID: "wb_1", Entries: []tavern.Entry{{Name: "Keeper", Content: "Lore.", Keywords: []string{"{{char}}"}, IsEnabled: true, MatchOptions: &tavern.MatchOptions{MatchWholeWords: true}}}}}, Info, `worldbook wb_1 entry "Keeper"`, "fires the entry ({{char}})"},
 		{"an entry keyed on {{user}} the greeting fires", nil, []Worldbook{{ID: "wb_1", Entries: []tavern.Entry{{Name: "Guest", Content: "Lore.", Keywords: []string{"{{user}}"}, IsEnabled: true, MatchOptions: &tavern.MatchOptions{MatchWholeWords: true}}}}}, Info, `worldbook wb_1 entry "Guest"`, "fires the entry ({{user}})"},
+		{"an 8k context mostly taken", func(c *Card) { c.Sections["description"] = strings.Repeat("The keeper's long history. ", 900) }, nil, Warning, "context 8k", "under half"},
+		{"an 8k context overfilled", func(c *Card) { c.Sections["exampleDialogue"] = strings.Repeat("The keeper's long history. ", 1700) }, nil, Error, "context 8k", "nothing is left"},
+		{"a 32k context mostly taken", nil, []Worldbook{{ID: "wb_1", Entries: []tavern.Entry{{Name: "Canon", IsEnabled: true, IsConstant: true, Content: strings.Repeat("Always true. ", 6000)}}}}, Warning, "context 32k", "under half"},
 		{"a large constant entry", nil, []Worldbook{{ID: "wb_1", Entries: []tavern.Entry{{Name: "Canon", IsEnabled: true, IsConstant: true, Content: strings.Repeat("Always true. ", 200)}}}}, Warning, `worldbook wb_1 entry "Canon"`, "go with every message"},
 	}
 	for _, tt := range tests {
@@ -82,5 +85,37 @@ func TestRules(t *testing.T) {
 	}
 	if r.Encoding != "cl100k_base" || r.Tokens.Total == 0 || r.Tokens.Parts["roleWelcome"] == 0 || r.Tokens.Permanent == 0 {
 		t.Errorf("tokens: %+v", r.Tokens)
+	}
+}
+
+// TestContextTrim: the context finding names what to trim, largest first, and a card that
+// leaves half of 8k has none.
+func TestContextTrim(t *testing.T) {
+	t.Parallel()
+	c := good()
+	c.Sections["description"] = strings.Repeat("The keeper's long history. ", 700)
+	c.Sections["scenario"] = strings.Repeat("Storm. ", 300)
+	r, err := Review(c, []Worldbook{{ID: "wb_1", Entries: []tavern.Entry{{Name: "Canon", IsEnabled: true, IsConstant: true, Content: strings.Repeat("Always true. ", 300)}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fix string
+	for _, f := range r.Findings {
+		if f.Field == "context 8k" {
+			fix = f.Fix
+		}
+		if f.Field == "context 32k" {
+			t.Errorf("32k is not mostly taken: %+v", f)
+		}
+	}
+	d, cn, sc := strings.Index(fix, "sections.description ("), strings.Index(fix, `entry "Canon" (`), strings.Index(fix, "sections.scenario (")
+	if d < 0 || cn < 0 || sc < 0 || d > cn || cn > sc {
+		t.Errorf("the fix does not name the three largest parts, largest first: %q", fix)
+	}
+	r, _ = Review(good(), nil)
+	for _, f := range r.Findings {
+		if strings.HasPrefix(f.Field, "context") {
+			t.Errorf("a small card: %+v", f)
+		}
 	}
 }

@@ -19,6 +19,8 @@ type Message struct {
 	Name string `json:"name,omitempty"`
 	// Text is the message.
 	Text string `json:"text"`
+	// User marks the user's messages (the others are the character's); the prompt X-ray reads it.
+	User bool `json:"user,omitempty"`
 }
 
 // Settings are SillyTavern's global World Info settings (world_info_* in world-info.js).
@@ -102,7 +104,38 @@ type SimOptions struct {
 	// Native are the rules of entries without MatchOptions (the card service's own): zero is
 	// case-insensitive substrings, secondary keywords an AND gate, keys taken literally.
 	Native MatchOptions
+	// TokenBudget is the World Info token budget (0: none, every activated entry is admitted).
+	TokenBudget int
+	// CountTokens counts the tokens of a text for TokenBudget; it must be set when TokenBudget is.
+	CountTokens func(string) int
+	// Trigger is the generation type (normal, continue, impersonate, swipe, regenerate, quiet)
+	// entries with triggers are filtered by; empty is normal.
+	Trigger string
+	// Character is the character the chat is with, for entries' character filters.
+	Character FilterTarget
+	// Scan is the text beside the chat that entries may ask to be matched against.
+	Scan ScanSources
+	// Presorted keeps the entries in the order given (getSortedEntries over several books)
+	// instead of sorting them by SortOrder.
+	Presorted bool
 }
+
+// FilterTarget is what an entry's characterFilter is tested on: getCharaFilename and the
+// character's tags. Its zero value is no character: filters are then not applied.
+type FilterTarget struct {
+	// File is the character's file name without extension (SillyTavern's getCharaFilename).
+	File string
+	// Tags are the character's tags.
+	Tags []string
+}
+
+// ScanSources are WIGlobalScanData: card and persona text an entry may be matched against.
+type ScanSources struct {
+	Persona, Description, Personality, DepthPrompt, Scenario, CreatorNotes string
+}
+
+// Generation types an entry's triggers name.
+var GenerationTypes = []string{"normal", "continue", "impersonate", "swipe", "regenerate", "quiet"}
 
 // Simulation is what Simulate found.
 type Simulation struct {
@@ -112,6 +145,10 @@ type Simulation struct {
 	Steps int
 	// TimedEffects are the sticky and cooldown records after this scan, to pass to the next one.
 	TimedEffects []TimedEffect
+	// Activated are the indices of the entries admitted, in the order SillyTavern admitted them.
+	Activated []int
+	// Overflowed reports whether the budget stopped admissions.
+	Overflowed bool
 }
 
 // Scan states (world-info.js scan_state).
@@ -156,6 +193,10 @@ type simEntry struct {
 	delayRec       float64
 	decorators     []string
 	content        string
+	ignoreBudget   bool
+	triggers       []string
+	filter         *charFilter
+	sources        int // bits of matchSources the entry is also matched against
 
 	res    *Result
 	trail  []string
@@ -253,7 +294,130 @@ func newSimEntry(i int, e *Entry, native MatchOptions) *simEntry {
 		s.delayRec, _ = jsNumber(v)
 	}
 	s.decorators, s.content = parseDecorators(e.Content)
+	s.ignoreBudget = truthy(ext["ignore_budget"])
+	if ts, ok := ext["triggers"].([]any); ok {
+		for _, t := range ts {
+			if v, ok := t.(string); ok {
+				s.triggers = append(s.triggers, v)
+			}
+		}
+	}
+	s.filter = readCharFilter(ext["character_filter"])
+	if s.filter == nil {
+		s.filter = readCharFilter(ext["characterFilter"])
+	}
+	for i, k := range matchSources {
+		if truthy(ext[k]) {
+			s.sources |= 1 << i
+		}
+	}
 	return s
+}
+
+// matchSources are the V3 names of the WIGlobalScanData flags, in the order WorldInfoBuffer.get appends them.
+var matchSources = []string{"match_persona_description", "match_character_description", "match_character_personality",
+	"match_character_depth_prompt", "match_scenario", "match_creator_notes"}
+
+// charFilter is an entry's characterFilter.
+type charFilter struct {
+	exclude     bool
+	names, tags []string
+}
+
+// readCharFilter reads characterFilter ({isExclude, names, tags}); nil when absent or when it
+// names no character and no tag (checkWorldInfo tests only non-empty lists).
+func readCharFilter(v any) *charFilter {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	f := &charFilter{exclude: truthy(m["isExclude"])}
+	for _, x := range [...]struct {
+		k   string
+		dst *[]string
+	}{{"names", &f.names}, {"tags", &f.tags}} {
+		if l, ok := m[x.k].([]any); ok {
+			for _, n := range l {
+				if str, ok := n.(string); ok {
+					*x.dst = append(*x.dst, str)
+				}
+			}
+		}
+	}
+	if len(f.names) == 0 && len(f.tags) == 0 {
+		return nil
+	}
+	return f
+}
+
+// filtered is the character and tag filter of checkWorldInfo: why the entry does not apply to
+// the character, or "".
+func (f *charFilter) filtered(c FilterTarget) string {
+	if f == nil {
+		return ""
+	}
+	if len(f.names) > 0 {
+		in := hasString(f.names, c.File)
+		if f.exclude == in {
+			if in {
+				return fmt.Sprintf("filtered out: its character filter excludes %q", c.File)
+			}
+			return fmt.Sprintf("filtered out: its character filter names %s, not %q", quoteList(f.names), c.File)
+		}
+	}
+	if len(f.tags) > 0 {
+		in := false
+		for _, t := range c.Tags {
+			in = in || hasString(f.tags, t)
+		}
+		if f.exclude == in {
+			if in {
+				return fmt.Sprintf("filtered out: its tag filter excludes a tag of the character (%s)", quoteList(f.tags))
+			}
+			return fmt.Sprintf("filtered out: the character has none of the tags %s", quoteList(f.tags))
+		}
+	}
+	return ""
+}
+
+func hasString(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// grow appends piece to the step's new content and returns its tokens. SillyTavern counts the
+// whole text again for every entry; a piece that does not start with white space, after text
+// that ends in a line break, is a new pre-token of cl100k_base and o200k_base alike, so its
+// tokens add to the count as they are, and a step counts each entry once.
+func (s *simulator) grow(text string, tokens int, piece string) (string, int) {
+	if text == "" || strings.HasSuffix(text, "\n") && piece != "" && !isJSSpace(rune(piece[0])) && piece[0] < 0x80 {
+		return text + piece, tokens + s.opts.CountTokens(piece)
+	}
+	text += piece
+	return text, s.opts.CountTokens(text)
+}
+
+// cut records that the budget kept the entry out in a step.
+func (s *simEntry) cut(step, budget int, why string) {
+	s.res.Cut = fmt.Sprintf("cut by the World Info budget of %d tokens: %s", budget, why)
+	s.say(step, s.res.Reason+"; "+s.res.Cut)
+	s.res.Reason = ""
+}
+
+// unrolled are the entries of a step SillyTavern counts as successful for recursion: those no
+// roll failed and not preventing recursion.
+func unrolled(rest []*simEntry, failed map[*simEntry]bool) []*simEntry {
+	var out []*simEntry
+	for _, e := range rest {
+		if !failed[e] && !e.preventRec {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // effect is the entry's sticky or cooldown length (0: none).
@@ -373,6 +537,7 @@ type scanBuffer struct {
 	recurse []string
 	skew    int
 	global  int
+	sources [6]string // ScanSources in matchSources order
 }
 
 // newScanBuffer is #initDepthBuffer over the chat as SillyTavern passes it: newest first,
@@ -418,6 +583,11 @@ func (b *scanBuffer) get(e *simEntry, state int) string {
 		end = len(b.depth)
 	}
 	out := matcher + strings.Join(b.depth[:end], joiner)
+	for i, src := range b.sources {
+		if e.sources&(1<<i) != 0 && src != "" {
+			out += joiner + src
+		}
+	}
 	if len(b.recurse) > 0 && state != stateMinActivations {
 		out += joiner + strings.Join(b.recurse, joiner)
 	}
@@ -428,6 +598,7 @@ func (b *scanBuffer) get(e *simEntry, state int) string {
 type textKey struct {
 	depth   int
 	recurse bool
+	sources int
 }
 
 // scanText is a scan text with its lower-cased form, made once.
@@ -464,7 +635,7 @@ func (t *scanText) lower() string {
 
 // text is WorldInfoBuffer.get for an entry, computed once per depth in a step.
 func (s *simulator) text(e *simEntry, state int) *scanText {
-	k := textKey{depth: s.buf.global + s.buf.skew, recurse: state != stateMinActivations}
+	k := textKey{depth: s.buf.global + s.buf.skew, recurse: state != stateMinActivations, sources: e.sources}
 	if e.scanDepth != nil {
 		k.depth = *e.scanDepth
 	}
@@ -491,6 +662,10 @@ type simulator struct {
 	isSticky, isCooldown, isDelay map[int]bool
 	// chat_metadata.timedWorldInfo, by type and entry index
 	meta map[string]map[int]TimedEffect
+	// the budget's state: entries admitted in order, the text of recursion, whether it overflowed
+	admitted      []*simEntry
+	activatedText string
+	overflowed    bool
 }
 
 // Simulate runs SillyTavern's World Info activation over entries and tells, for each, whether it
@@ -505,19 +680,29 @@ func Simulate(entries []Entry, opts SimOptions) *Simulation {
 	if opts.Seed != nil {
 		s.rng = rand.New(rand.NewPCG(*opts.Seed, 0x5eed))
 	}
+	sc := opts.Scan
+	s.buf.sources = [6]string{sc.Persona, sc.Description, sc.Personality, sc.DepthPrompt, sc.Scenario, sc.CreatorNotes}
+	if s.opts.Trigger == "" {
+		s.opts.Trigger = "normal"
+	}
 	all := make([]*simEntry, len(entries))
 	for i := range entries {
 		all[i] = newSimEntry(i, &entries[i], opts.Native)
 	}
 	// getSortedEntries: one book, sorted by order, highest first (a stable sort).
 	sorted := append([]*simEntry(nil), all...)
-	sort.SliceStable(sorted, func(a, b int) bool { return sorted[a].order > sorted[b].order })
+	if !opts.Presorted {
+		sort.SliceStable(sorted, func(a, b int) bool { return sorted[a].order > sorted[b].order })
+	}
 
 	s.checkTimedEffects(all)
 	steps := s.run(sorted)
 	s.setTimedEffects(all)
 
-	out := &Simulation{Results: make([]Result, len(all)), Steps: steps, TimedEffects: s.effectsAfter()}
+	out := &Simulation{Results: make([]Result, len(all)), Steps: steps, TimedEffects: s.effectsAfter(), Overflowed: s.overflowed}
+	for _, e := range s.admitted {
+		out.Activated = append(out.Activated, e.idx)
+	}
 	for i, e := range all {
 		r := *e.res
 		if !r.Fired && r.Reason == "" {
@@ -582,33 +767,68 @@ func (s *simulator) run(sorted []*simEntry) int {
 		newEntries := s.filterByInclusionGroups(now, activatedOrder, state, count)
 
 		var forRecursion []*simEntry
-		for _, e := range newEntries {
+		// The budget (checkWorldInfo after filterByInclusionGroups): entries are admitted in order
+		// until the tokens of the recursion text so far plus the new content reach it.
+		textTokens, newContent, newTokens, ignores := 0, "", 0, 0
+		if s.opts.TokenBudget > 0 {
+			textTokens = s.opts.CountTokens(s.activatedText)
+			for _, e := range newEntries {
+				if e.ignoreBudget {
+					ignores++
+				}
+			}
+		}
+		for i, e := range newEntries {
+			if e.ignoreBudget {
+				ignores--
+			}
+			if s.overflowed && !e.ignoreBudget {
+				e.cut(count, s.opts.TokenBudget, "the budget was already spent")
+				if ignores > 0 {
+					continue
+				}
+				for _, rest := range newEntries[i+1:] {
+					rest.cut(count, s.opts.TokenBudget, "the budget was already spent")
+				}
+				break
+			}
 			if !s.verifyProbability(e, count) {
 				failed[e] = true
 				continue
 			}
 			e.content = s.opts.Macros.Substitute(e.content)
+			if s.opts.TokenBudget > 0 {
+				newContent, newTokens = s.grow(newContent, newTokens, e.content+"\n")
+				if !e.ignoreBudget {
+					if n := textTokens + newTokens; n >= s.opts.TokenBudget {
+						s.overflowed = true
+						e.cut(count, s.opts.TokenBudget, fmt.Sprintf("admitting it would bring World Info to %d tokens", n))
+						continue
+					}
+				}
+			}
 			activated[e] = true
 			activatedOrder = append(activatedOrder, e)
-			e.res.Fired = true
+			s.admitted = append(s.admitted, e)
+			e.res.Fired, e.res.Cut = true, ""
 			e.res.Step = count
 			if e.chance < 1 {
 				c := math.Round(e.chance*10000) / 100
 				e.res.Chance = &c
 			}
-			if !e.preventRec {
-				forRecursion = append(forRecursion, e)
-			}
 		}
 
+		// successfulNewEntriesForRecursion: every entry of the step that no probability roll failed,
+		// also those the budget cut or never reached.
+		forRecursion = unrolled(newEntries, failed)
 		next := stateNone
-		if s.st.Recursive && len(forRecursion) > 0 {
+		if s.st.Recursive && !s.overflowed && len(forRecursion) > 0 {
 			next = stateRecursion
 		}
-		if s.st.Recursive && state == stateMinActivations && len(s.buf.recurse) > 0 {
+		if s.st.Recursive && !s.overflowed && state == stateMinActivations && len(s.buf.recurse) > 0 {
 			next = stateRecursion
 		}
-		if next == stateNone && s.st.MinActivations > 0 && len(activated) < s.st.MinActivations {
+		if next == stateNone && !s.overflowed && s.st.MinActivations > 0 && len(activated) < s.st.MinActivations {
 			depth := s.buf.global + s.buf.skew
 			over := (s.st.MinActivationsDepthMax > 0 && depth > s.st.MinActivationsDepthMax) || depth > len(s.opts.Chat)
 			if !over {
@@ -626,7 +846,11 @@ func (s *simulator) run(sorted []*simEntry) int {
 			for i, e := range forRecursion {
 				texts[i] = e.content
 			}
-			s.buf.recurse = append(s.buf.recurse, strings.Join(texts, "\n"))
+			text := strings.Join(texts, "\n")
+			s.buf.recurse = append(s.buf.recurse, text)
+			if text != "" {
+				s.activatedText = text + "\n" + s.activatedText
+			}
 		}
 	}
 	return count
@@ -639,6 +863,19 @@ func (s *simulator) consider(e *simEntry, state, step int, level float64) bool {
 	case !e.e.IsEnabled:
 		e.say(step, "disabled")
 		return false
+	case len(e.triggers) > 0 && !hasString(e.triggers, s.opts.Trigger):
+		e.say(step, fmt.Sprintf("its triggers %s do not include the generation type %q", quoteList(e.triggers), s.opts.Trigger))
+		return false
+	}
+	if e.filter != nil {
+		if s.opts.Character.File == "" && s.opts.Character.Tags == nil {
+			e.note("its character filter is not applied: no character was named")
+		} else if why := e.filter.filtered(s.opts.Character); why != "" {
+			e.say(step, why)
+			return false
+		}
+	}
+	switch {
 	case s.isDelay[e.idx]:
 		e.say(step, fmt.Sprintf("delayed: delay %s waits until the chat has %s messages (it has %s)", fnum(e.delay), fnum(e.delay), fnum(s.chatLen)))
 		return false

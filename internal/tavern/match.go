@@ -27,6 +27,8 @@ type Result struct {
 	Group string `json:"group,omitempty"`
 	// Chance is the percent chance that the entry fires, when that rested on rolls not made (no seed).
 	Chance *float64 `json:"chance,omitempty"`
+	// Cut says why the World Info budget kept the entry out, when it did.
+	Cut string `json:"cut,omitempty"`
 }
 
 // Report is the trigger tester's answer: the entries that fire and those that do not, in entry order.

@@ -265,3 +265,19 @@ func LoadKeptWorldbook(ctx context.Context, client *upstream.Client, store Aside
 	}
 	return kept, true, nil
 }
+
+// LoadKeptCard reads the fields an import kept aside for card roleID of the user signed in to
+// client (the card's Leftovers.Card: "data" and "root" fields the service has no place for); ok is
+// false when nothing was kept.
+func LoadKeptCard(ctx context.Context, client *upstream.Client, store AsideStore, roleID string) (card map[string]any, ok bool, err error) {
+	keys, err := asideKeysFor(ctx, client)
+	if err != nil {
+		return nil, false, err
+	}
+	var rec cardRecord
+	found, err := loadRecord(ctx, store, keys.card(roleID), &rec)
+	if err != nil {
+		return nil, false, fmt.Errorf("read the SillyTavern fields of card %s: %w", roleID, err)
+	}
+	return rec.Card, found, nil
+}

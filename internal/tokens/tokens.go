@@ -1,5 +1,6 @@
 // Package tokens counts tokens the way the models reading cardwriter-mcp's results do: with a
-// real BPE tokenizer (cl100k_base), whose vocabulary ships in the binary (no download).
+// real BPE tokenizer (cl100k_base, and o200k_base for prompts of newer models), whose
+// vocabularies ship in the binary (no download).
 package tokens
 
 import (
@@ -14,11 +15,46 @@ import (
 // Encoding names the tokenizer the counts use.
 const Encoding = "cl100k_base"
 
+// O200k names the tokenizer of OpenAI's GPT-4o and later models.
+const O200k = "o200k_base"
+
+// Encodings are the tokenizers the binary ships, the default first.
+var Encodings = []string{Encoding, O200k}
+
+// encoder is one tokenizer, loaded on first use.
+type encoder struct {
+	once sync.Once
+	enc  *tiktoken.Tiktoken
+	err  error
+}
+
 var (
-	encOnce sync.Once
-	enc     *tiktoken.Tiktoken
-	encErr  error
+	loaderOnce sync.Once
+	encoders   = map[string]*encoder{Encoding: {}, O200k: {}}
 )
+
+// get loads the named tokenizer.
+func get(name string) (*tiktoken.Tiktoken, error) {
+	e, ok := encoders[name]
+	if !ok {
+		return nil, fmt.Errorf("tokenizer %q is not shipped (have %v)", name, Encodings)
+	}
+	loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader()) })
+	e.once.Do(func() { e.enc, e.err = tiktoken.GetEncoding(name) })
+	if e.err != nil {
+		return nil, fmt.Errorf("tokenizer %s: %w", name, e.err)
+	}
+	return e.enc, nil
+}
+
+// CountWith returns the number of tokens of s in the named encoding (one of Encodings).
+func CountWith(encoding, s string) (int, error) {
+	enc, err := get(encoding)
+	if err != nil {
+		return 0, err
+	}
+	return countEnc(enc, s, -1), nil
+}
 
 // chunk is the most bytes tokenized at once. The BPE merge of one long run without spaces
 // takes time quadratic in its length (50,000 letters: seconds), so longer text is tokenized a
@@ -31,13 +67,15 @@ func Count(s string) (int, error) { return count(s, -1) }
 
 // count counts the tokens of s a chunk at a time, stopping once past limit (-1: none).
 func count(s string, limit int) (int, error) {
-	encOnce.Do(func() {
-		tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader())
-		enc, encErr = tiktoken.GetEncoding(Encoding)
-	})
-	if encErr != nil {
-		return 0, fmt.Errorf("tokenizer %s: %w", Encoding, encErr)
+	enc, err := get(Encoding)
+	if err != nil {
+		return 0, err
 	}
+	return countEnc(enc, s, limit), nil
+}
+
+// countEnc counts with enc a chunk at a time, stopping once past limit (-1: none).
+func countEnc(enc *tiktoken.Tiktoken, s string, limit int) int {
 	n := 0
 	for len(s) > 0 {
 		end := cut(s)
@@ -47,7 +85,7 @@ func count(s string, limit int) (int, error) {
 			break
 		}
 	}
-	return n, nil
+	return n
 }
 
 // cut returns where the next chunk of s ends: all of s when short, else before the last

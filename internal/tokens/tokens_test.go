@@ -41,7 +41,8 @@ func TestWithin(t *testing.T) {
 // and a long run without spaces is counted in bounded time, about as whole.
 func TestCountLongText(t *testing.T) {
 	t.Parallel()
-	if _, err := Count(""); err != nil { // loads the tokenizer
+	enc, err := get(Encoding)
+	if err != nil {
 		t.Fatal(err)
 	}
 	prose := strings.Repeat("The keeper of the old harbour lights a lantern for every ship lost at sea. ", 200)
@@ -72,5 +73,50 @@ func TestCut(t *testing.T) {
 	}
 	if i := cut("short"); i != 5 {
 		t.Errorf("cut(short) = %d", i)
+	}
+}
+
+// TestCountWith: o200k_base is shipped and differs from cl100k_base where their vocabularies do;
+// an encoding not shipped is an error.
+func TestCountWith(t *testing.T) {
+	t.Parallel()
+	s := "Ущелье теней: путники шепчут заклинания"
+	c, err := CountWith(Encoding, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := CountWith(O200k, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c == o || o == 0 {
+		t.Errorf("cl100k %d, o200k %d: want two different, non-zero counts", c, o)
+	}
+	if n, _ := Count(s); n != c {
+		t.Errorf("Count = %d, CountWith(cl100k) = %d", n, c)
+	}
+	if _, err := CountWith("p99k", s); err == nil {
+		t.Error("an encoding not shipped counted")
+	}
+}
+
+// TestCountAddsAtLineBreaks: text ending in a line break and text starting with a character that
+// is not white space count, joined, as the sum of their counts, in both encodings (the World Info
+// budget counts a step's entries this way, each once).
+func TestCountAddsAtLineBreaks(t *testing.T) {
+	t.Parallel()
+	pieces := []string{"The harbour lights.\n", "'s a ship's bell.\n", "42 ships, 7 wrecks!\n", "\"Quoted,\" she said.\n",
+		"龍が来る。\n", "Ünïcödé façade\n", "x\n\n", "...\n", "end.  \n", "@@note\n", "café\r\n", "tab\there\n"}
+	for _, enc := range Encodings {
+		for _, a := range pieces {
+			for _, b := range pieces {
+				na, _ := CountWith(enc, a)
+				nb, _ := CountWith(enc, b)
+				nab, _ := CountWith(enc, a+b)
+				if na+nb != nab {
+					t.Errorf("%s: %q + %q: %d + %d, joined %d", enc, a, b, na, nb, nab)
+				}
+			}
+		}
 	}
 }
