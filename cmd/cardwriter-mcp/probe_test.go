@@ -14,8 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 )
 
@@ -240,12 +238,7 @@ func TestIdentityOperationNamed(t *testing.T) {
 	// Over stdio without the correction, against the service without /me, writes keep revisions.
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.Command(binPath, "stdio", "--api-host", host, "--log-level", "error")
-	cmd.Env = cleanEnv("CARDWRITER_TOKEN="+token, "CARDWRITER_CONFIG_DIR="+t.TempDir())
-	cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs := connectStdio(ctx, t, []string{"CARDWRITER_TOKEN=" + token, "CARDWRITER_CONFIG_DIR=" + t.TempDir()}, "--api-host", host, "--log-level", "error")
 	defer cs.Close()
 	card := call(ctx, t, cs, "create_card", map[string]any{"roleName": "Nobody asked"}, false)
 	res := call(ctx, t, cs, "set_opening_lines", map[string]any{"roleId": card["roleId"], "roleWelcome": "Hello."}, false)

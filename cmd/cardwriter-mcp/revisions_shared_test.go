@@ -27,15 +27,8 @@ func TestStdioServersShareRevisions(t *testing.T) {
 	_, sb := startProcess(t, []string{"CARDWRITER_SANDBOX_TOKEN=" + token}, []string{"sandbox", "--addr", "127.0.0.1:0"}, `API at (http://\S+)/open/v1`)
 	config := t.TempDir()
 	connect := func() *mcp.ClientSession {
-		cmd := exec.Command(binPath, "stdio", "--api-host", sb[0], "--log-level", "error", "--revisions-per-object", "1000")
-		cmd.Env = cleanEnv("CARDWRITER_TOKEN="+token, "CARDWRITER_CONFIG_DIR="+config)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatalf("connect: %v\n%s", err, stderr.String())
-		}
-		return cs
+		return connectStdio(ctx, t, []string{"CARDWRITER_TOKEN=" + token, "CARDWRITER_CONFIG_DIR=" + config},
+			"--api-host", sb[0], "--log-level", "error", "--revisions-per-object", "1000")
 	}
 	servers := []*mcp.ClientSession{connect(), connect(), connect()}
 	var cards []string
@@ -119,4 +112,19 @@ func TestStdioServersShareRevisions(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(config, "revisions.db")); err == nil {
 		t.Error("revisions.db was made: the shared file per operation is back")
 	}
+}
+
+// connectStdio starts `cardwriter-mcp stdio ARGS` with env (besides a clean environment) and
+// connects a client to it.
+func connectStdio(ctx context.Context, t *testing.T, env []string, args ...string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(binPath, append([]string{"stdio"}, args...)...)
+	cmd.Env = cleanEnv(env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	return cs
 }

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -22,15 +20,7 @@ func TestSandboxKeepsItsRevisions(t *testing.T) {
 	config := t.TempDir()
 	data := filepath.Join(t.TempDir(), "sandbox.json")
 	connect := func(args ...string) *mcp.ClientSession {
-		cmd := exec.Command(binPath, append([]string{"stdio", "--sandbox", "--log-level", "error"}, args...)...)
-		cmd.Env = cleanEnv("CARDWRITER_CONFIG_DIR=" + config)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-		if err != nil {
-			t.Fatalf("connect: %v\n%s", err, stderr.String())
-		}
-		return cs
+		return connectStdio(ctx, t, []string{"CARDWRITER_CONFIG_DIR=" + config}, append([]string{"--sandbox", "--log-level", "error"}, args...)...)
 	}
 	write := func(cs *mcp.ClientSession) (string, string) {
 		card := call(ctx, t, cs, "create_card", map[string]any{"roleName": "Sandboxed"}, false)
