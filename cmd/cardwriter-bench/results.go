@@ -292,8 +292,9 @@ func (r *results) finish() {
 }
 
 // checkTargets adds the per-call targets of one card service: server CPU per call at most 0.5x
-// the peer's (stdio and HTTP) and at most 1.3x the passthrough's (HTTP); at concurrency 1, the
-// p50 added above the floor at most 0.5x the peer's over stdio.
+// the peer's (issue 15) and under 0.9x (issue 30, with revisions) (stdio and HTTP) and at most
+// 1.3x the passthrough's (HTTP); at concurrency 1, the p50 added above the floor at most 0.5x
+// the peer's over stdio.
 func (r *results) checkTargets(up string) {
 	for _, conc := range r.Config.Conc {
 		for _, m := range []string{modeStdio, modeHTTP} {
@@ -303,8 +304,12 @@ func (r *results) checkTargets(up string) {
 				continue
 			}
 			q := c.ServerCPUPer1k / pe.ServerCPUPer1k
+			measured := fmt.Sprintf("%.2fx (%.3f vs %.3f s/1k)", q, c.ServerCPUPer1k, pe.ServerCPUPer1k)
 			r.Targets = append(r.Targets, targetRow{fmt.Sprintf("%s, %s, concurrency %d: server CPU per call at most 0.5x the peer's%s", upstreamLabel[up], m, conc, mark),
-				fmt.Sprintf("%.2fx (%.3f vs %.3f s/1k)", q, c.ServerCPUPer1k, pe.ServerCPUPer1k), q <= 0.5})
+				measured, q <= 0.5})
+			// Issue 30: with a revision kept before every write, under 0.9x the peer's.
+			r.Targets = append(r.Targets, targetRow{fmt.Sprintf("%s, %s, concurrency %d: server CPU per call under 0.9x the peer's%s (issue 30, revisions kept)", upstreamLabel[up], m, conc, mark),
+				measured, q < 0.9})
 		}
 		if c, pa := r.cell(up, modeHTTP, conc), r.cell(up, modePass, conc); c != nil && pa != nil {
 			q := c.ServerCPUPer1k / pa.ServerCPUPer1k
@@ -384,7 +389,7 @@ func (r *results) markdown() string {
 		}
 	}
 	if len(r.Targets) > 0 {
-		p("\nTargets (issue 15):\n\n| Target | Measured | Met |\n|---|--:|---|\n")
+		p("\nTargets (issues 15 and 30):\n\n| Target | Measured | Met |\n|---|--:|---|\n")
 		for _, t := range r.Targets {
 			met := "yes"
 			if !t.Met {
