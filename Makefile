@@ -9,3 +9,9 @@ test-go:
 
 test-e2e:
 	bash e2e/run
+
+# The binary into $GOBIN, else $(go env GOPATH)/bin (~/go/bin), with the commit recorded when
+# built in a clone (cardwriter-mcp version shows it).
+.PHONY: install
+install:
+	go install -buildvcs=auto ./cmd/cardwriter-mcp

@@ -33,6 +33,7 @@ type Metadata struct {
 	TokenEndpoint                              string   `json:"token_endpoint"`
 	RegistrationEndpoint                       string   `json:"registration_endpoint,omitempty"`
 	RevocationEndpoint                         string   `json:"revocation_endpoint,omitempty"`
+	DeviceAuthorizationEndpoint                string   `json:"device_authorization_endpoint,omitempty"` // RFC 8628; a guess of the contract
 	ScopesSupported                            []string `json:"scopes_supported,omitempty"`
 	ResponseTypesSupported                     []string `json:"response_types_supported,omitempty"`
 	GrantTypesSupported                        []string `json:"grant_types_supported,omitempty"`

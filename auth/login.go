@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -13,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +49,14 @@ type LoginOptions struct {
 	// ListenAddr is where the loopback redirect is received; default "127.0.0.1:0" (a port
 	// the system chooses). It must be a 127.0.0.1 address.
 	ListenAddr string
+	// Paste, when set, is read line by line for the address the browser ended on (or the code
+	// alone): a browser on another machine (over SSH, say) cannot reach the loopback redirect,
+	// and ends on a page that does not load, whose address the person pastes back.
+	Paste io.Reader
+	// Device signs in with the device authorization grant (RFC 8628) instead: the person opens
+	// the printed address on any device and types the printed code, and nothing listens on
+	// this machine. The server's metadata must name its device_authorization_endpoint.
+	Device bool
 }
 
 // Login signs the user in through the browser and saves the grant: discovery, registration
@@ -86,9 +96,15 @@ func Login(ctx context.Context, opts LoginOptions) (*Grant, error) {
 		return nil, err
 	}
 	log.Info("authorization server found", "issuer", md.Issuer, "metadata", md.Discovered)
+	if opts.Device && !offersDevice(md) {
+		return nil, fmt.Errorf("auth: the card service at %s offers no device sign-in (its metadata names no device_authorization_endpoint): run login --no-browser and paste back the address the browser ends on, or set CARDWRITER_TOKEN", apiHostOf(resource))
+	}
 	reg, err := registration(ctx, opts, md)
 	if err != nil {
 		return nil, err
+	}
+	if opts.Device {
+		return loginDevice(ctx, opts, md, reg, resource)
 	}
 
 	ln, err := listenLoopback(opts.ListenAddr)
@@ -116,6 +132,14 @@ func Login(ctx context.Context, opts LoginOptions) (*Grant, error) {
 		if err := opts.OpenBrowser(authURL); err != nil {
 			fmt.Fprintf(opts.Out, "The browser could not be opened (%v); open the address above yourself.\n", err)
 		}
+	}
+	if opts.Paste != nil {
+		fmt.Fprintf(opts.Out, "If the browser runs on another machine (over SSH, say), it ends on a page that does not load,\n"+
+			"at an address starting with %s: copy that address from the address bar,\npaste it here and press Enter.\n", redirectURI)
+		if offersDevice(md) {
+			fmt.Fprintln(opts.Out, "(This card service also offers `login --device`: a code typed on any device, nothing to paste.)")
+		}
+		go readPasted(opts.Paste, opts.Out, cb)
 	}
 	fmt.Fprintf(opts.Out, "Waiting up to %s for the sign-in to finish in the browser...\n", opts.Timeout)
 	log.Info("waiting for the browser", "redirect_uri", redirectURI, "timeout", opts.Timeout)
@@ -153,7 +177,7 @@ func registration(ctx context.Context, opts LoginOptions, md *Metadata) (*Regist
 	if err != nil {
 		return nil, err
 	}
-	if r := d.Client(md.Issuer); r != nil && r.usable() {
+	if r := d.Client(md.Issuer); r != nil && r.usable() && (!opts.Device || slices.Contains(r.GrantTypes, DeviceGrantType)) {
 		if clientKnown(ctx, opts.HTTPClient, md, r.ClientID) {
 			opts.Logger.Debug("using the registered client", "issuer", md.Issuer, "client_id", r.ClientID)
 			return r, nil
@@ -186,6 +210,12 @@ func finish(ctx context.Context, opts LoginOptions, md *Metadata, reg *Registrat
 		}
 		return nil, fmt.Errorf("auth: exchange the authorization code: %w", err)
 	}
+	return saveGrant(ctx, opts, md, reg, tok, resource, now)
+}
+
+// saveGrant saves the tokens of a sign-in as the grant for resource, replacing (and revoking)
+// the ones before it.
+func saveGrant(ctx context.Context, opts LoginOptions, md *Metadata, reg *Registration, tok *oauth2.Token, resource string, now time.Time) (*Grant, error) {
 	g := Grant{
 		Issuer: md.Issuer, Resource: resource, ClientID: reg.ClientID,
 		TokenEndpoint: md.TokenEndpoint, RevocationEndpoint: md.RevocationEndpoint,
@@ -302,44 +332,10 @@ func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		page(w, http.StatusMethodNotAllowed, "Wrong method", "This address only takes the browser's return from the sign-in page.")
 		return
 	}
-	q := r.URL.Query()
-	c.mu.Lock()
-	switch {
-	case c.taken || c.closed:
-		c.mu.Unlock()
-		page(w, http.StatusBadRequest, "Sign-in already finished",
-			"cardwriter-mcp has already received an answer for this sign-in and refuses any other. If you did not expect this page, you can close it.")
-		return
-	case len(q["state"]) != 1 || subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(c.state)) != 1:
-		c.mu.Unlock()
-		page(w, http.StatusBadRequest, "Unknown sign-in",
-			"This answer does not belong to the sign-in cardwriter-mcp is waiting for (its state does not match), so it was ignored. Finish the sign-in in the window it opened.")
+	if ok, status, title, msg := c.receive(r.URL.Query()); !ok {
+		page(w, status, title, msg)
 		return
 	}
-	c.taken = true
-	c.mu.Unlock()
-
-	if iss := q.Get("iss"); (iss != "" && strings.TrimSuffix(iss, "/") != c.issuer) || (iss == "" && c.needIs) {
-		c.failures <- errors.New("auth: the sign-in answer came from another authorization server (iss does not match, RFC 9207): refused")
-		page(w, http.StatusBadRequest, "Sign-in refused", "The answer did not come from the expected card service, so it was refused. Nothing was saved.")
-		return
-	}
-	if e := q.Get("error"); e != "" {
-		msg := Printable(e, 64)
-		if d := q.Get("error_description"); d != "" {
-			msg += ": " + Printable(d, 200)
-		}
-		c.failures <- fmt.Errorf("auth: the card service did not grant access (%s)", msg)
-		page(w, http.StatusOK, "Sign-in not completed", "The card service did not grant access ("+msg+"). You can close this tab.")
-		return
-	}
-	code := q.Get("code")
-	if code == "" || len(q["code"]) != 1 {
-		c.failures <- errors.New("auth: the sign-in answer carried no authorization code")
-		page(w, http.StatusBadRequest, "Sign-in failed", "The answer carried no authorization code. Run login again.")
-		return
-	}
-	c.codes <- code
 	var err error
 	select {
 	case err = <-c.outcome:
@@ -351,6 +347,80 @@ func (c *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page(w, http.StatusOK, "Signed in", "cardwriter-mcp is signed in to the card service. You can close this tab.")
+}
+
+// receive takes the answer of the authorization server (the redirect's query): with the
+// expected state and a code, the code goes to the wait and ok is true; otherwise the page to
+// show says why it was refused (an error answer also ends the wait).
+func (c *callback) receive(q url.Values) (ok bool, status int, title, message string) {
+	c.mu.Lock()
+	switch {
+	case c.taken || c.closed:
+		c.mu.Unlock()
+		return false, http.StatusBadRequest, "Sign-in already finished",
+			"cardwriter-mcp has already received an answer for this sign-in and refuses any other. If you did not expect this page, you can close it."
+	case len(q["state"]) != 1 || subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(c.state)) != 1:
+		c.mu.Unlock()
+		return false, http.StatusBadRequest, "Unknown sign-in",
+			"This answer does not belong to the sign-in cardwriter-mcp is waiting for (its state does not match), so it was ignored. Finish the sign-in in the window it opened."
+	}
+	c.taken = true
+	c.mu.Unlock()
+
+	if iss := q.Get("iss"); (iss != "" && strings.TrimSuffix(iss, "/") != c.issuer) || (iss == "" && c.needIs) {
+		c.failures <- errors.New("auth: the sign-in answer came from another authorization server (iss does not match, RFC 9207): refused")
+		return false, http.StatusBadRequest, "Sign-in refused", "The answer did not come from the expected card service, so it was refused. Nothing was saved."
+	}
+	if e := q.Get("error"); e != "" {
+		msg := Printable(e, 64)
+		if d := q.Get("error_description"); d != "" {
+			msg += ": " + Printable(d, 200)
+		}
+		c.failures <- fmt.Errorf("auth: the card service did not grant access (%s)", msg)
+		return false, http.StatusOK, "Sign-in not completed", "The card service did not grant access (" + msg + "). You can close this tab."
+	}
+	code := q.Get("code")
+	if code == "" || len(q["code"]) != 1 {
+		c.failures <- errors.New("auth: the sign-in answer carried no authorization code")
+		return false, http.StatusBadRequest, "Sign-in failed", "The answer carried no authorization code. Run login again."
+	}
+	c.codes <- code
+	return true, 0, "", ""
+}
+
+// readPasted reads the addresses (or codes) a person pastes, each line given to cb as the
+// browser's redirect would be, until one is taken; a refused one is explained on out.
+func readPasted(in io.Reader, out io.Writer, cb *callback) {
+	sc := bufio.NewScanner(in)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var q url.Values
+		switch {
+		case strings.Contains(line, "?"):
+			u, err := url.Parse(line)
+			if err != nil {
+				fmt.Fprintln(out, "That is not an address; paste the whole address the browser shows.")
+				continue
+			}
+			q = u.Query()
+		case strings.Contains(line, "="):
+			q, _ = url.ParseQuery(line)
+		default: // the code alone: it answers this sign-in
+			q = url.Values{"code": {line}, "state": {cb.state}, "iss": {cb.issuer}}
+		}
+		ok, _, title, msg := cb.receive(q)
+		if ok {
+			fmt.Fprintln(out, "Received; finishing the sign-in...")
+			return
+		}
+		fmt.Fprintf(out, "%s: %s\n", title, msg)
+		if title != "Unknown sign-in" {
+			return // the sign-in ended
+		}
+	}
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>

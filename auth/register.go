@@ -25,6 +25,7 @@ type Registration struct {
 	ClientIDIssuedAt        int64     `json:"client_id_issued_at,omitempty"`
 	RedirectURIs            []string  `json:"redirect_uris"`
 	TokenEndpointAuthMethod string    `json:"token_endpoint_auth_method,omitempty"`
+	GrantTypes              []string  `json:"grant_types,omitempty"`
 	RegisteredAt            time.Time `json:"registered_at"`
 }
 
@@ -32,6 +33,26 @@ type Registration struct {
 func (r *Registration) usable() bool {
 	return r.ClientID != "" && slices.Contains(r.RedirectURIs, RedirectURI) &&
 		(r.TokenEndpointAuthMethod == "" || r.TokenEndpointAuthMethod == "none")
+}
+
+// DeviceGrantType is the RFC 8628 device authorization grant.
+const DeviceGrantType = "urn:ietf:params:oauth:grant-type:device_code"
+
+// offersDevice reports whether the server offers the device grant: its metadata names the
+// device authorization endpoint (and, when it lists grant types, the grant).
+func offersDevice(md *Metadata) bool {
+	return md.DeviceAuthorizationEndpoint != "" &&
+		(len(md.GrantTypesSupported) == 0 || slices.Contains(md.GrantTypesSupported, DeviceGrantType))
+}
+
+// grantTypes are the grant types to register: the code and refresh grants, and the device
+// grant where the server offers it.
+func grantTypes(md *Metadata) []string {
+	g := []string{"authorization_code", "refresh_token"}
+	if offersDevice(md) {
+		g = append(g, DeviceGrantType)
+	}
+	return g
 }
 
 // Register registers cardwriter-mcp as a public client (token_endpoint_auth_method none) with
@@ -47,7 +68,7 @@ func Register(ctx context.Context, hc *http.Client, md *Metadata, now time.Time)
 		"client_name":                ClientName,
 		"redirect_uris":              []string{RedirectURI},
 		"token_endpoint_auth_method": "none",
-		"grant_types":                []string{"authorization_code", "refresh_token"},
+		"grant_types":                grantTypes(md),
 		"response_types":             []string{"code"},
 		"scope":                      Scope,
 	})

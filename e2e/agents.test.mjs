@@ -9,31 +9,22 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 import { BIN, callTool, cleanEnv, connect, serverFor } from './lib/harness.mjs';
+import { readmeBlock } from './lib/readme.mjs';
 import { startModel } from './lib/standin-model.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const modules = join(here, 'node_modules');
-const README = readFileSync(join(here, '..', 'README.md'), 'utf8');
 // A host run that takes longer than this has hung: it is killed and the test fails.
 const RUN_MS = 120000;
 // The README's example HTTP endpoint, replaced by the test server's.
 const README_URL = 'http://127.0.0.1:8080/mcp';
 const WELCOME = '"You\'re late, pilot," the captain says.';
-
-/** The fenced block of the README between <!-- name:begin --> and <!-- name:end -->. */
-function readmeBlock(name) {
-  const begin = README.indexOf(`<!-- ${name}:begin -->`);
-  const end = README.indexOf(`<!-- ${name}:end -->`);
-  assert.ok(begin >= 0 && end > begin, `README.md has no ${name} block`);
-  const block = README.slice(begin, end);
-  return block.slice(block.indexOf('\n', block.indexOf('```')) + 1, block.lastIndexOf('```'));
-}
 
 /** The environment of a host run: nothing of the user's (home, keys, model settings). */
 function hostEnv(home, extra) {

@@ -557,10 +557,43 @@ for (const form of ['sentinel', 'cluster']) {
   });
 }
 
+/**
+ * Whether the failover figures of the docs agree with this run's ('' when they do, else why not):
+ * the prose, the columns, the row names and "lost" exactly; each measured figure within what one
+ * run differs from the next on a loaded machine: a factor of 3 either way, or 20 calls, or 5 s.
+ * A figure the docs state that this run is nowhere near (a setup changed, a procedure that now
+ * refuses ten times as much) fails.
+ */
+function failoverFiguresAgree(doc, run) {
+  const docLines = doc.split('\n');
+  const runLines = run.split('\n');
+  if (docLines.length !== runLines.length) return `${docLines.length} lines, this run ${runLines.length}`;
+  const columns = runLines.find((l) => l.startsWith('| Redis |'))?.split('|').map((c) => c.trim()) ?? [];
+  for (let i = 0; i < runLines.length; i++) {
+    const d = docLines[i];
+    const r = runLines[i];
+    if (!/^\| (Sentinel|Cluster) /.test(r)) {
+      if (d !== r) return `the line ${JSON.stringify(d)} is now ${JSON.stringify(r)}`;
+      continue;
+    }
+    const dc = d.split('|').map((c) => c.trim());
+    const rc = r.split('|').map((c) => c.trim());
+    if (dc.length !== rc.length || dc[1] !== rc[1]) return `the row ${JSON.stringify(d)} is now ${JSON.stringify(r)}`;
+    for (let j = 2; j < rc.length - 1; j++) {
+      const seconds = rc[j].endsWith(' s');
+      const [a, b] = [parseFloat(dc[j]), parseFloat(rc[j])];
+      const slack = seconds ? 5 : 20;
+      const near = columns[j] === 'lost' ? a === b : Math.abs(a - b) <= Math.max(slack, 2 * Math.min(a, b));
+      if (!(Number.isFinite(a) && near)) return `${rc[1]}: ${columns[j]} is ${dc[j]} in the docs, ${rc[j]} in this run`;
+    }
+  }
+  return '';
+}
+
 const BEGIN = '<!-- failover:begin -->';
 const END = '<!-- failover:end -->';
 
-test('the README states the failover figures (UPDATE_README=1 rewrites them; figures differ from run to run, the rest must match)', (t) => {
+test('docs/replicas.md states the failover figures (UPDATE_README=1 rewrites them; each within what a run varies, the rest exactly)', (t) => {
   if (!failoverFigures.sentinel || !failoverFigures.cluster) return t.skip('the failover tests did not run');
   const seconds = Number(process.env.CARDWRITER_FAILOVER_SECONDS ?? 30);
   const row = (name, f) => `| ${name} | ${f.calls} | ${f.retried} | ${f.refused} | ${f.sessionsRestarted} | ${f.cards} | ${f.imports} | ${f.signIns} | 0 | ${f.promoted.toFixed(1)} s | ${f.recovered.toFixed(1)} s |`;
@@ -568,7 +601,8 @@ test('the README states the failover figures (UPDATE_README=1 rewrites them; fig
     BEGIN,
     `Measured by \`e2e/replicas.test.mjs\` on Debian's redis-server and redis-sentinel: two replicas behind nginx, four workers ` +
       `authoring (cards, and tavern imports whose kept-aside data is in Redis) and a fifth signing new clients in for ${seconds} s; ` +
-      `a third of the way in, the Redis primary is killed with SIGKILL, and started again once a replica took its place.`,
+      `a third of the way in, the Redis primary is killed with SIGKILL, and started again only once every replica of ours ` +
+      `follows the new primary (each \`/readyz\` says \`followed a failover\`).`,
     '',
     '| Redis | calls | retried | refused | sessions restarted | cards | kept-aside records | sign-ins | lost | replica promoted after | last refusal after the kill |',
     '|---|---|---|---|---|---|---|---|---|---|---|',
@@ -576,6 +610,5 @@ test('the README states the failover figures (UPDATE_README=1 rewrites them; fig
     row('Cluster (three primaries, a replica each)', failoverFigures.cluster),
     END,
   ].join('\n');
-  // The figures differ from run to run; the rest (the setup, the columns) must match.
-  readmeSection(BEGIN, END, text, { normalize: (s) => s.replace(/\d+(\.\d+)?/g, 'N'), rerun: 'UPDATE_README=1 bash e2e/run replicas.test.mjs', file: 'docs/replicas.md' });
+  readmeSection(BEGIN, END, text, { agree: failoverFiguresAgree, rerun: 'UPDATE_README=1 bash e2e/run replicas.test.mjs', file: 'docs/replicas.md' });
 });

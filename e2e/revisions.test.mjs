@@ -1,8 +1,8 @@
 // Revisions (issue 23), driven by the official TypeScript SDK clients as hosts drive the server:
 // on SillyTavern's real Seraphina card and Eldoria lorebook (internal/tavern/taverntest/real),
 // each write tool overwrites, clears or deletes, and restore_revision brings back exactly the
-// earlier state (field for field, entries by content); a restore of a restore; a declined
-// confirmation changes nothing; retention drops the oldest and says so; the revisions outlive a
+// earlier state (field for field, entries in full by content); a restore of a restore; a restore
+// asks nothing; retention drops the oldest and says so; the revisions outlive a
 // restart (stdio's file in the config dir, and the HTTP server's embedded state.db); two HTTP replicas sharing Redis list and restore each other's
 // revisions, and another signed-in user can neither list nor restore them. The Redis part needs
 // redis-server (skipped without it, failing under CI=true).
@@ -71,10 +71,17 @@ class Session {
     }
     if (kind === 'worldbook') {
       const wb = await this.sc('get_worldbook', { worldbookId: id });
-      const entries = (await this.sc('list_worldbook_entries', { worldbookId: id })).entries.map((e) => {
-        const { entryId, lastUpdateTime, activationCount, ...rest } = e;
-        return JSON.stringify(rest, Object.keys(rest).sort());
-      }).sort();
+      // Every entry in full (isEnabled and every other field), every page.
+      const entries = [];
+      for (let cursor; ;) {
+        const page = await this.sc('list_worldbook_entries', { worldbookId: id, detail: 'full', ...(cursor ? { cursor } : {}) });
+        for (const e of page.entries) {
+          const { entryId, lastUpdateTime, activationCount, ...rest } = e;
+          entries.push(JSON.stringify(rest, Object.keys(rest).sort()));
+        }
+        if (!(cursor = page.nextCursor)) break;
+      }
+      entries.sort();
       return { name: wb.name, description: wb.description, tags: wb.tags, boundRoleIds: wb.boundRoleIds, entries };
     }
     const res = await this.raw('get_trial_card', { clientKey: id });
@@ -111,7 +118,7 @@ const WRITES = [
   ['set_card_visibility', 'card', (o) => ({ roleId: o.roleId, visibility: 'private' })],
   ['write_worldbook_document', 'worldbook', (o, entries) => ({ worldbookId: o.worldbookId, metadata: { name: 'Renamed', tags: ['x'] },
     entries: [{ op: 'delete', entryId: entries[0].entryId }, { op: 'delete', entryId: entries[1].entryId },
-      { op: 'update', entryId: entries[2].entryId, content: '', keywords: ['nothing'] },
+      { op: 'update', entryId: entries[2].entryId, content: '', keywords: ['nothing'], isEnabled: false },
       { op: 'create', name: 'New', content: 'New lore.', keywords: ['new'] }] })],
   ['import_tavern_worldbook', 'worldbook', (o) => ({ source: { dataBase64: ELDORIA }, worldbookId: o.worldbookId })],
   ['import_tavern_card', 'card', () => ({ source: { dataBase64: SERAPHINA } })],
@@ -202,7 +209,7 @@ describe('revisions over stdio (the embedded store in the config dir)', () => {
     }
   });
 
-  test('v1: a declined confirmation restores nothing', async () => {
+  test('v1: restore_revision asks nothing, even a client that declines every question; its revision undoes it', async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'cw-rev-'));
     const s = await open('v1', stdioServer(dir), { capabilities: { elicitation: {} } });
     const asked = [];
@@ -210,13 +217,14 @@ describe('revisions over stdio (the embedded store in the config dir)', () => {
     try {
       const card = await s.sc('create_card', { roleName: 'Asked' });
       await s.sc('set_opening_lines', { roleId: card.roleId, roleWelcome: 'Before.' });
+      const before = await s.state('card', card.roleId);
       const w = await s.write('set_opening_lines', { roleId: card.roleId, roleWelcome: 'After.' });
-      const now = await s.state('card', card.roleId);
-      assertToolError('restore_revision', await s.raw('restore_revision', { revisionId: w.id }), 'declined');
-      assert.deepEqual(await s.state('card', card.roleId), now);
-      assert.equal((await s.sc('list_revisions', { roleId: card.roleId })).revisions.length, 2, 'a declined restore kept a revision');
-      assert.equal(asked.length, 1);
-      assert.ok(asked[0].includes(w.id));
+      const after = await s.state('card', card.roleId);
+      const r = await s.write('restore_revision', { revisionId: w.id });
+      assert.deepEqual(await s.state('card', card.roleId), before);
+      await s.write('restore_revision', { revisionId: r.id });
+      assert.deepEqual(await s.state('card', card.roleId), after, 'the restore\'s own revision does not undo it');
+      assert.deepEqual(asked, [], 'restore_revision asked');
     } finally {
       await s.client.close();
     }
@@ -283,15 +291,17 @@ describe('two HTTP replicas sharing Redis', () => {
     redis = await startRedis(bin.path);
     // A sandbox that knows a second author besides the demo one.
     const dir = mkdtempSync(path.join(os.tmpdir(), 'cw-rev-'));
+    const sharedStateKey = randomBytes(32).toString('base64');
     const data = path.join(dir, 'sandbox.json');
     writeFileSync(data, JSON.stringify({ version: 1, users: {
       u_demo: { id: 'u_demo', nickname: 'Demo Author', scopes: ['mcp:card-writer'] },
       u_other: { id: 'u_other', nickname: 'Other Author', scopes: ['mcp:card-writer'] } } }));
     sandbox = await startSandbox('e2e-demo-token', ['--data', data]);
     for (let i = 0; i < 2; i++) {
+      // One state key: the replicas seal the records they share (revisions, sessions) with it.
       replicas.push(await startProcess(['http', '--addr', '127.0.0.1:0', '--api-host', sandbox.apiHost, '--auth', 'passthrough',
         '--store', redis.url, '--state-dir', mkdtempSync(path.join(os.tmpdir(), 'cw-state-')), '--log-level', 'warn'],
-      /MCP endpoint: (http:\/\/\S+\/mcp)/));
+      /MCP endpoint: (http:\/\/\S+\/mcp)/, { env: { CARDWRITER_STATE_KEY: sharedStateKey } }));
     }
   });
   after(async () => {

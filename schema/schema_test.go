@@ -73,6 +73,7 @@ func TestOperations(t *testing.T) {
 		"getAuthorizationServerMetadata": "GET /.well-known/oauth-authorization-server",
 		"authorize":                      "GET /oauth/authorize", "registerClient": "POST /oauth/register",
 		"exchangeToken": "POST /oauth/token", "revokeToken": "POST /oauth/revoke",
+		"authorizeDevice": "POST /oauth/device_authorization",
 	}
 	seen := map[string]bool{}
 	for _, op := range ops {

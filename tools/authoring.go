@@ -37,6 +37,7 @@ func authoringTools() []Tool {
 			Operation:   "setOpeningLines",
 			Annotations: replaceHints(),
 			Revise:      reviseOpeningLines,
+			Guard:       true,
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Saved the opening lines of card %s.", str(out, "roleId"))
 			},
@@ -50,6 +51,7 @@ func authoringTools() []Tool {
 			Operation:   "updateCardProfile",
 			Annotations: replaceHints(),
 			Revise:      reviseProfile,
+			Guard:       true,
 			Summary: func(out map[string]any) string {
 				if name := str(out, "roleName"); name != "" {
 					return fmt.Sprintf("Updated the profile of card %s %s.", str(out, "roleId"), quoted(name))
@@ -66,6 +68,7 @@ func authoringTools() []Tool {
 			Operation:   "writeCardDocument",
 			Annotations: replaceHints(),
 			Revise:      reviseDocument,
+			Guard:       true,
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Saved the text sections of card %s.", str(out, "roleId"))
 			},
@@ -80,6 +83,7 @@ func authoringTools() []Tool {
 			// Not destructive: it changes who may see the card, not what it says.
 			Annotations: hints(false, false, true, true),
 			Revise:      reviseVisibility,
+			Guard:       true,
 			Summary: func(out map[string]any) string {
 				if v := str(out, "roleVisibility"); v != "" {
 					return fmt.Sprintf("Card %s is now %s.", str(out, "roleId"), v)

@@ -38,6 +38,9 @@ const maxProblems = 10
 // about 11,000).
 const maxErrorMessage = 4000
 
+// uncounted is the token count of a part over the character cap: not tokenized.
+const uncounted = -1
+
 // codeResultTooLarge is the error of a result that does not fit the budget.
 const codeResultTooLarge = "result_too_large"
 
@@ -50,7 +53,8 @@ func (o Options) resultBudget() int {
 }
 
 // resultSize measures what a host gives the model of a result: its text blocks and its
-// structuredContent as JSON, in tokens (counted only past the budget in bytes) and characters.
+// structuredContent as JSON, in characters, and in tokens counted only as far as the budget (a
+// count over the budget is where counting stopped; uncounted for a part over the character cap).
 type resultSize struct {
 	textTokens, structTokens int
 	textChars, structChars   int
@@ -89,14 +93,22 @@ func measure(res *mcp.CallToolResult, budget int) (size resultSize, over bool, e
 		tokens *int
 		chars  *int
 	}{{text.String(), &size.textTokens, &size.textChars}, {string(structured), &size.structTokens, &size.structChars}} {
+		// The character cap decides first, at the cost of a pass over the bytes; tokens are
+		// counted only for a part within it, and only until past the budget: a 4 MB section
+		// is never tokenized.
 		*part.chars = utf8.RuneCountInString(part.s)
-		*part.tokens = len(part.s) // an upper bound
+		if *part.chars > MaxResultChars {
+			*part.tokens = uncounted
+			over = true
+			continue
+		}
+		*part.tokens = len(part.s) // an upper bound: a token is at least one byte
 		if len(part.s) > budget {
-			if *part.tokens, err = tokens.Count(part.s); err != nil {
+			if *part.tokens, err = tokens.CountUpTo(part.s, budget); err != nil {
 				return size, false, err
 			}
 		}
-		if *part.tokens > budget || *part.chars > MaxResultChars {
+		if *part.tokens > budget {
 			over = true
 		}
 	}
@@ -124,20 +136,36 @@ func fitBudget(t *Tool, res *mcp.CallToolResult, budget int) (*mcp.CallToolResul
 		return errorResult(env), "", nil
 	}
 	larger := max(size.textTokens, size.structTokens)
+	chars := max(size.textChars, size.structChars)
 	if !t.ReadOnly() && len(res.Content) > 1 {
 		// A write was applied: its result is never replaced by an error. The text keeps the
 		// summary and leaves the JSON to structuredContent.
 		if summary, ok := res.Content[0].(mcp.TextContent); ok {
 			res.Content = []mcp.Content{mcp.NewTextContent(cutMessage(summary.Text, maxErrorMessage) +
-				fmt.Sprintf(" (The result's JSON, %d tokens, is over this server's result budget of %d: it is left out of this text.)", size.structTokens, budget))}
+				fmt.Sprintf(" (The result's JSON, %s, is over this server's result budget of %d tokens: it is left out of this text.)", sizeText(size.structTokens, size.structChars, budget), budget))}
 			return res, "", nil
 		}
 	}
-	f := &Failure{Code: codeResultTooLarge, Detail: map[string]any{"tokens": larger, "characters": max(size.textChars, size.structChars), "budget": budget},
-		Message: fmt.Sprintf("The result of %s is too large for a model to read (%d tokens, %d characters; this server's budget is %d tokens and %d characters). "+
+	detail := map[string]any{"characters": chars, "budget": budget}
+	if larger != uncounted {
+		detail["tokens"] = larger
+	}
+	f := &Failure{Code: codeResultTooLarge, Detail: detail,
+		Message: fmt.Sprintf("The result of %s is too large for a model to read (%s; this server's budget is %d tokens and %d characters). "+
 			"Ask for less: a page (limit), a search (query), brief detail; or export the card or worldbook as a file.",
-			t.Name, larger, max(size.textChars, size.structChars), budget, MaxResultChars)}
+			t.Name, sizeText(larger, chars, budget), budget, MaxResultChars)}
 	return errorResult(f.Envelope()), codeResultTooLarge, nil
+}
+
+// sizeText says how large a part is: its characters, and its tokens as far as they were counted.
+func sizeText(toks, chars, budget int) string {
+	switch {
+	case toks == uncounted:
+		return fmt.Sprintf("%d characters", chars)
+	case toks > budget:
+		return fmt.Sprintf("over %d tokens, %d characters", budget, chars)
+	}
+	return fmt.Sprintf("%d tokens, %d characters", toks, chars)
 }
 
 // cutMessage cuts a message to at most n characters, saying so.

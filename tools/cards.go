@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
+	"github.com/cardwriter/cardwriter-mcp/internal/undo"
 )
 
 // cardTools is the cards toolset: reading a card and the signed-in identity.
@@ -15,6 +16,7 @@ func cardTools() []Tool {
 			Title:       "Get a card",
 			Description: "Get one card's full detail by roleId. prologue lines are for the PLAYER to say, never sent as the character. Use it before changing a card, or to check a write.",
 			Operation:   "getCard",
+			Version:     undo.CardVersion,
 			Preview:     previewOfCard,
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {

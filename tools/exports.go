@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/quota"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/tokens"
@@ -33,6 +34,9 @@ const DefaultExportTTL = time.Hour
 // exportKeyPrefix starts the store keys of large exports: "export:" + the export's id, one key
 // per export holding its owner, expiry and bytes (exportRecord).
 const exportKeyPrefix = "export:"
+
+// ExportKeyPrefix starts the store keys of large exports (for the store's sealing).
+const ExportKeyPrefix = exportKeyPrefix
 
 // exportScheme is the URI scheme of large exports: export://ID.
 const exportScheme = "export"
@@ -63,6 +67,7 @@ type exportLink struct {
 // until it expires.
 type exports struct {
 	kv     store.KV
+	quota  *quota.Ledger // each user's live exports, in bytes
 	ttl    time.Duration
 	now    func() time.Time
 	budget int
@@ -83,8 +88,19 @@ func newExports(opts Options, client *upstream.Client, owner Owner, log *slog.Lo
 	if x.now == nil {
 		x.now = time.Now
 	}
+	limit := opts.ExportUserBytes
+	if limit == 0 {
+		limit = DefaultExportUserBytes
+	}
+	x.quota = quota.New(x.kv, "exports", max(limit, 0), "bytes", "--export-user-bytes",
+		"Save the links you have (read them with resources/read) and wait for them to expire, or export over stdio to a file (path).")
+	x.quota.SetClock(x.now)
 	return x
 }
+
+// DefaultExportUserBytes is the most bytes one user's live exports hold together when
+// Options.ExportUserBytes is 0.
+const DefaultExportUserBytes = 64 << 20
 
 // exportOwner is who may read an export back: the call's Owner (the same as its revisions'),
 // "" when it has none.
@@ -205,8 +221,7 @@ func (x *exports) fits(out json.RawMessage, content mcp.Content) bool {
 		if len(s) <= x.budget {
 			continue // a token is at least one byte
 		}
-		n, err := tokens.Count(s)
-		if err != nil || n > x.budget {
+		if ok, err := tokens.Within(s, x.budget); err != nil || !ok {
 			return false
 		}
 	}
@@ -233,6 +248,9 @@ func (x *exports) keep(ctx context.Context, name, mime string, isText bool, data
 	owner := x.exportOwner(ctx)
 	if owner == "" {
 		return exportLink{}, errNoOwner
+	}
+	if _, err := x.quota.Reserve(ctx, owner, key, int64(len(data)), expires); err != nil {
+		return exportLink{}, err // a *quota.ExceededError becomes quota_exceeded (outcome)
 	}
 	rec := exportRecord{Owner: owner, Name: name, MIMEType: mime, Text: isText, Data: data, Expires: expires}
 	raw, err := json.Marshal(rec)

@@ -162,9 +162,14 @@ func TestExportLinkRefused(t *testing.T) {
 	opts := Options{Exports: kv, ExportTTL: 10 * time.Minute, ResultBudget: 200, now: clk.Now}
 	e, _ := newTavernEnv(t, tavernEnvConfig{opts: opts})
 	// Another replica on the same store, for the same user; and a replica whose caller is
-	// another user (another token).
+	// another user, signed in to the card service with a token it issued (so that the owner
+	// check, not the sign-in, refuses).
 	replica, _ := newTavernEnv(t, tavernEnvConfig{svc: e.svc, opts: opts})
+	e.svc.AddUser("another-user-token", "Other")
 	other, _ := newTavernEnv(t, tavernEnvConfig{svc: e.svc, opts: opts, token: "another-user-token"})
+	if me := other.ok("whoami", "{}"); me["userId"] == e.ok("whoami", "{}")["userId"] {
+		t.Fatalf("the other user is the same user: %v", me)
+	}
 
 	imp := importCard(t, e, bigBook(40), nil)
 	link := linkOf(t, e, "export_tavern_card", e.call("export_tavern_card", jsonArg(t, map[string]any{"roleId": imp["roleId"]})))

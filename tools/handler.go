@@ -6,17 +6,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
+	"github.com/cardwriter/cardwriter-mcp/internal/quota"
 	"io"
 	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
 	"syscall"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
+	"github.com/cardwriter/cardwriter-mcp/internal/undo"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
@@ -47,11 +51,21 @@ type Call struct {
 	// Meta, when a handler sets it, is the result's _meta (what the card preview shows).
 	Meta map[string]any
 
-	revs *reviser // nil when revisions are off
+	revs    *undo.Run          // the revisions use case; nil for a tool that neither writes over content nor reads revisions
+	revised bool               // the tool's Revise ran
+	match   *cpubudget.Limiter // the matching time budgets
 }
 
-// HandlerRevise keeps, before a call's write, what the write will replace (Tool.Revise).
-type HandlerRevise func(ctx context.Context, c *Call) error
+// matchBudget returns the call's budget of regular expression matching time, drawn from its
+// user's and ended with ctx.
+func (c *Call) matchBudget(ctx context.Context) *cpubudget.Call {
+	return c.match.Call(ctx, c.Client.LimitKey(ctx))
+}
+
+// HandlerRevise runs before a call's write (Tool.Revise): it reads what the write will replace,
+// refuses a write based on an older version (g.IfVersion), keeps a revision of it, or, for a dry
+// run (g.DryRun), returns the change the write would make instead.
+type HandlerRevise func(ctx context.Context, c *Call, g undo.Guard) (*undo.Change, error)
 
 // needInput is the "error" of a handler that must ask the client for input first (multi
 // round-trip requests, MCP 2026-07-28): its result goes back as is, and the client calls again
@@ -78,6 +92,8 @@ const (
 	codeUnavailable      = "unavailable"                   // the card service could not be reached or timed out
 	codeInternal         = "internal"                      // a defect of ours; details only in the log
 	codeCancelled        = "cancelled"                     // the client cancelled the call
+	codeBudgetExceeded   = "budget_exceeded"               // the call spent a CPU budget of this server's
+	codeQuotaExceeded    = "quota_exceeded"                // what the call would keep passes the user's quota
 )
 
 // generic is the handler of every tool without its own: one call of the tool's operation.
@@ -90,7 +106,9 @@ func generic(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if c.Body != nil {
 		body = upstream.CompactJSON(c.Body) // prepare made it: valid and compact
 	}
-	if err := c.Client.Call(ctx, c.Tool.Operation, c.Params, body, &out); err != nil {
+	err := c.Client.Call(ctx, c.Tool.Operation, c.Params, body, &out)
+	c.afterWrite(ctx, err)
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -372,8 +390,12 @@ func outcome(ctx context.Context, err error) (env map[string]any, code string, i
 	var f *Failure
 	var apiErr *upstream.Error
 	var argErr *upstream.ArgumentError
+	var qe *quota.ExceededError
 	switch {
 	case errors.As(err, &f):
+		return f.Envelope(), f.Code, false
+	case errors.As(err, &qe):
+		f := quotaFailure(qe)
 		return f.Envelope(), f.Code, false
 	case errors.As(err, &apiErr):
 		return firstProblems(apiErr.Envelope()), apiErr.Code, false
@@ -389,9 +411,9 @@ func outcome(ctx context.Context, err error) (env map[string]any, code string, i
 		return f.Envelope(), f.Code, false
 	case store.IsUnavailable(err) || localFault(err):
 		// Redis down, failing over, a write no replica confirmed, a full disk: nothing was kept.
-		f := &Failure{Code: codeUnavailable, Retryable: true, Detail: map[string]any{"cause": storeCause(err)},
+		f := &Failure{Code: codeUnavailable, Retryable: true, Detail: map[string]any{"cause": undo.StoreCause(err)},
 			Message: "This server (cardwriter-mcp, not the card service) could not save what it keeps beside the card service: " +
-				storeCause(err) + ". Try again once its operator has fixed it."}
+				undo.StoreCause(err) + ". Try again once its operator has fixed it."}
 		return f.Envelope(), f.Code, false
 	case unreachable(err):
 		f := &Failure{Code: codeUnavailable, Retryable: true,
@@ -421,4 +443,32 @@ func unreachable(err error) bool {
 		errors.As(err, &opErr) || errors.As(err, &dnsErr) || errors.As(err, &netErr) ||
 		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF)
+}
+
+// budgetFailure is the Failure of a call that spent a CPU budget (a *cpubudget.ExceededError):
+// retryable, naming the budget and its flag; any other error (the call ended) is returned as is.
+func budgetFailure(err error) error {
+	var ex *cpubudget.ExceededError
+	if !errors.As(err, &ex) {
+		return err
+	}
+	detail := map[string]any{"budget": ex.Budget, "limit": ex.Limit.String(), "flag": ex.Flag}
+	msg := fmt.Sprintf("This call used up the server's %s budget of regular expression matching time (%s, set by %s): "+
+		"a /regex/ key takes too long on this text. Simplify the slow keys (nested repeats such as (a+)+ backtrack without end) or test fewer entries at once.",
+		ex.Budget, ex.Limit, ex.Flag)
+	if ex.RetryAfter > 0 {
+		detail["retryAfterSeconds"] = int(ex.RetryAfter.Seconds())
+		msg += fmt.Sprintf(" Your budget refills over a minute: try again in %s.", ex.RetryAfter)
+	}
+	return &Failure{Code: codeBudgetExceeded, Retryable: true, Message: msg, Detail: detail}
+}
+
+// quotaFailure is the Failure of what would pass a user's quota, naming the quota, its flag and
+// how to free space.
+func quotaFailure(ex *quota.ExceededError) *Failure {
+	detail := map[string]any{"quota": ex.Kind, "limit": ex.Limit, "used": ex.Used, "needed": ex.Want, "unit": ex.Unit, "flag": ex.Flag}
+	if !ex.FreesAt.IsZero() {
+		detail["freesAt"] = ex.FreesAt.UTC().Format(time.RFC3339)
+	}
+	return &Failure{Code: codeQuotaExceeded, Message: ex.Error(), Detail: detail}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/page"
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 	"github.com/cardwriter/cardwriter-mcp/internal/tokens"
+	"github.com/cardwriter/cardwriter-mcp/internal/undo"
 )
 
 // Paging: the service returns whole lists; the list tools return them a page at a time, each
@@ -221,9 +222,10 @@ func entryShapes(args pageArgs, entries []any) ([]listItem, error) {
 		if version == "" {
 			version = digest(v)
 		}
+		e["version"] = undo.EntryVersion(e) // in the entry itself: detail full shows it as it is
 		show := v
 		if args.Detail != "full" {
-			b := map[string]any{"entryId": id, "name": e["name"], "keywords": e["keywords"]}
+			b := map[string]any{"entryId": id, "name": e["name"], "keywords": e["keywords"], "version": e["version"]}
 			if c := str(e, "content"); c != "" {
 				b["content"] = cut(c, briefContent)
 			}

@@ -114,21 +114,25 @@ func previewOfCard(out map[string]any) map[string]any {
 }
 
 // previewWorldbookOf lists a worldbook's entries with the greetings that fire each, for the card
-// named charName ({{char}} in keys, content and greetings).
-func previewWorldbookOf(name string, entries []tavern.Entry, greetings []string, charName string) previewWorldbook {
+// named charName ({{char}} in keys, content and greetings), its /regex/ keys matched within budget.
+func previewWorldbookOf(name string, entries []tavern.Entry, greetings []string, charName string, budget tavern.MatchBudget) (previewWorldbook, error) {
 	macros := tavern.CardMacros(charName)
 	wb := previewWorldbook{Name: name, Entries: make([]previewEntry, len(entries))}
 	for i, e := range entries {
 		wb.Entries[i] = previewEntry{Name: e.Name, Keys: append([]string{}, e.Keywords...), Constant: e.IsConstant, Fires: []int{}}
 	}
 	for g, text := range greetings {
-		for _, r := range tavern.Match(entries, text, tavern.MatchOptions{}, macros) {
+		res, err := tavern.MatchWithin(entries, text, tavern.MatchOptions{}, macros, budget)
+		if err != nil {
+			return wb, err
+		}
+		for _, r := range res {
 			if r.Fired && !entries[r.Index].IsConstant {
 				wb.Entries[r.Index].Fires = append(wb.Entries[r.Index].Fires, g)
 			}
 		}
 	}
-	return wb
+	return wb, nil
 }
 
 // avatarThumbnail scales an avatar image to fit previewAvatarPx and returns it as a PNG data

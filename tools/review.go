@@ -67,6 +67,7 @@ func reviewCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 		return nil, err
 	}
 	var wbs []review.Worldbook
+	budget := c.matchBudget(ctx) // the preview's and the review's /regex/ keys together
 	preview := cardPreview{RoleName: card.RoleName, Greetings: append([]string{card.RoleWelcome}, card.WelcomeAlternates...),
 		Prologue: append([]string{}, card.Prologue...), Worldbooks: []previewWorldbook{}}
 	for _, wb := range bound.List {
@@ -76,7 +77,11 @@ func reviewCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 		}
 		te := tavernEntries(entries.Entries)
 		wbs = append(wbs, review.Worldbook{ID: wb.WorldbookID, Name: wb.Name, Entries: te})
-		preview.Worldbooks = append(preview.Worldbooks, previewWorldbookOf(wb.Name, te, preview.Greetings, card.RoleName))
+		pw, err := previewWorldbookOf(wb.Name, te, preview.Greetings, card.RoleName, budget)
+		if err != nil {
+			return nil, budgetFailure(err)
+		}
+		preview.Worldbooks = append(preview.Worldbooks, pw)
 	}
 	if card.AvatarImageID != "" {
 		if img, note := tavernsync.FetchAvatar(ctx, c.Client, card.RoleID, card.AvatarImageID); note == "" {
@@ -84,9 +89,9 @@ func reviewCard(ctx context.Context, c *Call) (json.RawMessage, error) {
 		}
 	}
 	c.Meta = map[string]any{previewKey: preview}
-	report, err := review.Review(rc, wbs)
+	report, err := review.ReviewWithin(rc, wbs, budget)
 	if err != nil {
-		return nil, err
+		return nil, budgetFailure(err)
 	}
 	return jsontext.Marshal(report)
 }

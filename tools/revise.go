@@ -1,29 +1,27 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"log/slog"
 	"maps"
 	"slices"
 	"strings"
-	"syscall"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/cardwriter/cardwriter-mcp/internal/jsontext"
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
 	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
-	"github.com/cardwriter/cardwriter-mcp/internal/store"
-	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
+	"github.com/cardwriter/cardwriter-mcp/internal/undo"
 )
 
 // Revisions (issue 23): before a write that replaces or deletes an author's content goes out,
-// the tool reads what it will replace and keeps it as a revision (package revisions), under
-// its Owner; the write's result names it, and restore_revision (revisions.go) puts
-// it back. A write whose revision could not be kept is not sent.
+// the tool reads what it will replace and keeps it as a revision, under its Owner (owner.go);
+// the write's result names it, and restore_revision (revisions.go) puts it back. A write whose
+// revision could not be kept is not sent. The use case (snapshots, versions, diffs, restores)
+// is package undo's; this file maps a call's arguments onto it.
 
 // RevisionStore keeps the revisions of the writes (revisions.Store).
 type RevisionStore = revisions.Store
@@ -34,119 +32,170 @@ type RevisionObserver interface {
 	Revisions(event string, n int)
 }
 
-// codeRevisionNotKept is the outcome of a write that was not sent because its revision could
-// not be kept.
-const codeRevisionNotKept = "revision_not_kept"
-
-// The card fields each card write replaces, as getCard names them.
-var (
-	openingFields = []string{"roleWelcome", "welcomeAlternates", "prologue"}
-	profileFields = []string{"roleName", "roleDesc", "tags", "language", "contentRatingIntent", "avatarImageId", "backgroundImageId"}
-)
-
-// reviser is what a call needs to keep revisions: nil on a Call when revisions are off.
-type reviser struct {
-	d      *deps
-	done   bool              // the tool's Revise ran
-	kept   []revisions.Entry // the revisions this call kept, in order
-	drops  int               // older revisions the retention dropped meanwhile
-	notes  []string          // what a revision could not hold
-	client string            // the MCP client, for the record
+// newRun is the revisions use case of one call (undo.Run); its Store is nil when revisions are
+// off.
+func newRun(ctx context.Context, t *Tool, d *deps) *undo.Run {
+	env := undo.Env{Client: d.client, Owner: d.owner, Tool: t.Name, Caller: clientName(ctx), Log: d.log}
+	if d.revs != nil {
+		env.Store = d.revs
+	}
+	if o, ok := d.observer.(RevisionObserver); ok {
+		env.Observe = o.Revisions
+	}
+	if d.shadows != nil {
+		env.Shadows = d.shadows
+	}
+	return undo.NewRun(env)
 }
 
-// beforeWrite keeps, once per call, the revision the tool's Revise makes; a handler calls it
-// right before its first write (generic does).
-func (c *Call) beforeWrite(ctx context.Context) error {
-	if c.revs == nil || c.revs.done || c.Tool.Revise == nil {
-		return nil
+// keeping reports whether the call keeps revisions.
+func (c *Call) keeping() bool { return c.revs != nil && c.revs.Store != nil }
+
+// guard returns the call's ifVersion and dryRun arguments.
+func (c *Call) guard() (undo.Guard, error) {
+	if !c.Tool.Guard {
+		return undo.Guard{}, nil
 	}
-	c.revs.done = true
-	return c.Tool.Revise(ctx, c)
+	var g struct {
+		IfVersion string `json:"ifVersion"`
+		DryRun    bool   `json:"dryRun"`
+	}
+	src := c.Extra
+	if c.Tool.Operation == "" {
+		src = c.Body
+	}
+	if len(src) > 0 {
+		if err := json.Unmarshal(src, &g); err != nil {
+			return undo.Guard{}, fmt.Errorf("decode ifVersion and dryRun: %w", err)
+		}
+	}
+	return undo.Guard{IfVersion: g.IfVersion, DryRun: g.DryRun}, nil
 }
 
-// keep stores state as a revision of the object kind/id. A failure is the call's error: the
-// write must not go out.
-func (c *Call) keep(ctx context.Context, kind, id string, changes []string, state any, restoreOf string) error {
-	if c.revs == nil {
-		return nil
+// dryRun is the "error" of a write that was a dry run: its change goes back as the result, and
+// nothing is sent.
+type dryRun struct {
+	change *undo.Change
+	fill   map[string]any // the write's own result fields, saying nothing was applied
+}
+
+func (d *dryRun) Error() string { return "a dry run: nothing was sent" }
+
+// nothingApplied returns the fields of a write's own result that a dry run gives, saying that
+// nothing was applied: the object's path parameters, ok false, no entries written
+// (dryRunFields names them).
+func (t *Tool) nothingApplied(params map[string]string) map[string]any {
+	out := map[string]any{}
+	for _, p := range t.op.Params {
+		if v, ok := params[p.Name]; ok && p.In == "path" {
+			out[p.Name] = v
+		}
 	}
-	data, err := json.Marshal(state)
+	if t.op.Ack {
+		out["ok"] = false
+	}
+	if t.Operation == "writeWorldbookDocument" {
+		out["createdEntryIds"], out["updatedCount"], out["deletedCount"], out["bound"] = []any{}, 0, 0, false
+	}
+	return out
+}
+
+// restoreNothing is what restore_revision's dry run gives of its own result: nothing restored.
+func restoreNothing(revisionID string, ch *undo.Change) map[string]any {
+	return map[string]any{"revisionId": revisionID, "kind": ch.Kind, "objectId": ch.ObjectID, "restored": []any{}, "notRestored": []any{}}
+}
+
+// dryRunFields names the fields of the tool's own result its dry run gives (nothingApplied,
+// restoreNothing): a result schema requiring no other needs no second form.
+func (t *Tool) dryRunFields() []string {
+	if t.Operation == "" {
+		return slices.Collect(maps.Keys(restoreNothing("", &undo.Change{})))
+	}
+	params := map[string]string{}
+	for _, p := range t.op.Params {
+		params[p.Name] = "x"
+	}
+	return slices.Collect(maps.Keys(t.nothingApplied(params)))
+}
+
+// dryRunResult is the result of a dry run: the write's own result saying nothing was applied,
+// dryRun true and the change (diff_revision's shape).
+func dryRunResult(t *Tool, dry *dryRun) (*mcp.CallToolResult, error) {
+	out := maps.Clone(dry.fill)
+	if out == nil {
+		out = map[string]any{}
+	}
+	out["dryRun"], out["change"] = true, dry.change
+	data, err := json.Marshal(out)
 	if err != nil {
-		return fmt.Errorf("encode the revision: %w", err)
+		return nil, fmt.Errorf("encode the dry run: %w", err)
 	}
-	user, err := c.revs.d.owner(ctx)
+	m, err := decodeObject(data)
+	if err != nil {
+		return nil, err
+	}
+	s := fmt.Sprintf("Dry run of %s: nothing was sent. %s", t.Name, changeSummary(m["change"].(map[string]any)))
+	return successResult(s, m, data), nil
+}
+
+// changeSummary says in one sentence what a change (diff_revision's shape) holds.
+func changeSummary(ch map[string]any) string {
+	if boolean(ch, "same") {
+		return fmt.Sprintf("%s %s would not change.", str(ch, "kind"), str(ch, "objectId"))
+	}
+	e := obj(ch, "entries")
+	return fmt.Sprintf("%s %s: %s would change; entries %d added, %d changed, %d deleted.", str(ch, "kind"), str(ch, "objectId"),
+		phrase.Count(int64(len(list(ch, "fields"))), "field", "fields"), len(list(e, "added")), len(list(e, "changed")), len(list(e, "deleted")))
+}
+
+// beforeWrite runs, once per call, the tool's Revise (the pre-read, the ifVersion check, the dry
+// run and the revision); a handler calls it right before its first write (generic does). A dry
+// run ends the call there: its error is a *dryRun.
+func (c *Call) beforeWrite(ctx context.Context) error {
+	if c.revs == nil || c.revised || c.Tool.Revise == nil {
+		return nil
+	}
+	c.revised = true
+	g, err := c.guard()
 	if err != nil {
 		return err
 	}
-	rev := &revisions.Revision{Kind: kind, ObjectID: id, Tool: c.Tool.Name, Client: c.revs.client, Changes: changes,
-		State: data, RestoreOf: restoreOf}
-	dropped, err := c.revs.d.revs.Keep(ctx, user, rev)
-	if errors.Is(err, revisions.ErrTooLarge) {
-		return &Failure{Code: codeRevisionNotKept, Detail: map[string]any{"kind": kind, "id": id},
-			Message: fmt.Sprintf("Nothing was written: %s %s as it is now is larger than all the revisions this server keeps for you "+
-				"(--revisions-user-bytes), so no revision could undo this write. Retrying will not help: ask the operator to raise the "+
-				"allowance, or export the %s first.", kind, id, kind)}
+	if !c.keeping() && g == (undo.Guard{}) {
+		return nil // nothing to keep, check or show: no pre-read
 	}
-	if err != nil {
-		return c.storeFailed(ctx, err, kind, id, "a revision of "+kind+" "+id+" to undo this write")
-	}
-	c.revs.kept = append(c.revs.kept, revisions.Entry{ID: rev.ID, Kind: kind, ObjectID: id})
-	c.revs.drops += len(dropped)
-	if o, ok := c.revs.d.observer.(RevisionObserver); ok {
-		o.Revisions("kept", 1)
-		if len(dropped) > 0 {
-			o.Revisions("dropped", len(dropped))
-		}
+	ch, err := c.Tool.Revise(ctx, c, g)
+	switch {
+	case err != nil:
+		return err
+	case ch != nil:
+		return &dryRun{change: ch, fill: c.Tool.nothingApplied(c.Params)}
 	}
 	return nil
-}
-
-// storeFailed is the Failure of a write not sent because this server could not save what, its
-// own fault (a full disk, a store down), never the card service's; the log has the cause.
-func (c *Call) storeFailed(ctx context.Context, err error, kind, id, what string) error {
-	c.Log.LogAttrs(ctx, slog.LevelError, "revision not kept: this server's store failed", slog.String("tool", c.Tool.Name),
-		slog.String("store", c.revs.d.revs.Name()), slog.String("err", err.Error()))
-	return &Failure{Code: codeRevisionNotKept, Retryable: true, Detail: map[string]any{"kind": kind, "id": id, "cause": storeCause(err)},
-		Message: fmt.Sprintf("Nothing was written: this server (cardwriter-mcp, not the card service) could not save %s: %s. "+
-			"Try again once its operator has fixed it.", what, storeCause(err))}
-}
-
-// storeCause says in a few words why this server's store failed: the system's reason for a
-// disk fault (no space left on device, read-only file system), else that the store is down.
-func storeCause(err error) string {
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return errno.Error()
-	}
-	if store.IsUnavailable(err) {
-		return "its store is unavailable"
-	}
-	return "its store failed"
 }
 
 // addRevision names, in a successful write's result, the revisions its call kept: the object
 // revision in structuredContent, and a sentence after the summary.
 func (c *Call) addRevision(out map[string]any, summary string) (string, json.RawMessage, error) {
 	r := c.revs
-	rev := map[string]any{"revisionId": r.kept[0].ID}
-	s := fmt.Sprintf(" Kept revision %s of what it replaced: restore_revision undoes it.", r.kept[0].ID)
-	if len(r.kept) > 1 {
+	rev := map[string]any{"revisionId": r.Kept[0].ID}
+	s := fmt.Sprintf(" Kept revision %s of what it replaced: restore_revision undoes it.", r.Kept[0].ID)
+	if len(r.Kept) > 1 {
 		var more []any
 		var ids []string
-		for _, k := range r.kept[1:] {
+		for _, k := range r.Kept[1:] {
 			more = append(more, k.ID)
 			ids = append(ids, k.ID+" ("+k.Kind+" "+k.ObjectID+")")
 		}
 		rev["alsoKept"] = more
 		s += " Also kept " + strings.Join(ids, ", ") + "."
 	}
-	if r.drops > 0 {
-		rev["dropped"] = r.drops
-		s += fmt.Sprintf(" Retention dropped %s, the oldest.", phrase.Count(int64(r.drops), "revision", "revisions"))
+	if r.Drops > 0 {
+		rev["dropped"] = r.Drops
+		s += fmt.Sprintf(" Retention dropped %s, the oldest.", phrase.Count(int64(r.Drops), "revision", "revisions"))
 	}
-	if len(r.notes) > 0 {
-		rev["notKept"] = strings.Join(r.notes, " ")
-		s += " " + strings.Join(r.notes, " ")
+	if len(r.Notes) > 0 {
+		rev["notKept"] = strings.Join(r.Notes, " ")
+		s += " " + strings.Join(r.Notes, " ")
 	}
 	out["revision"] = rev
 	data, err := json.Marshal(out)
@@ -169,61 +218,8 @@ func clientName(ctx context.Context) string {
 	return ""
 }
 
-// cardState is a card as a revision keeps it: the fields a write replaces, as getCard
-// returned them.
-type cardState struct {
-	Fields   map[string]json.RawMessage `json:"fields,omitempty"`
-	Sections map[string]json.RawMessage `json:"sections,omitempty"`
-}
-
-// readCard returns the card roleID as getCard returns it, its fields undecoded.
-func readCard(ctx context.Context, client *upstream.Client, roleID string) (fields, sections map[string]json.RawMessage, err error) {
-	var raw json.RawMessage
-	if err := client.Call(ctx, "getCard", map[string]string{"roleId": roleID}, nil, &raw); err != nil {
-		return nil, nil, err
-	}
-	if err := json.Unmarshal(raw, &fields); err != nil {
-		return nil, nil, fmt.Errorf("decode the card: %w", err)
-	}
-	if s := fields["sections"]; len(s) > 0 && string(s) != "null" {
-		if err := json.Unmarshal(s, &sections); err != nil {
-			return nil, nil, fmt.Errorf("decode the card's sections: %w", err)
-		}
-	}
-	return fields, sections, nil
-}
-
-// cardSnapshot reads the card and returns the named fields and sections of it.
-func cardSnapshot(ctx context.Context, client *upstream.Client, roleID string, fields, sections []string) (cardState, error) {
-	all, secs, err := readCard(ctx, client, roleID)
-	if err != nil {
-		return cardState{}, err
-	}
-	st := cardState{}
-	if len(fields) > 0 {
-		st.Fields = map[string]json.RawMessage{}
-		for _, f := range fields {
-			st.Fields[f] = orNull(all[f])
-		}
-	}
-	if len(sections) > 0 {
-		st.Sections = map[string]json.RawMessage{}
-		for _, s := range sections {
-			st.Sections[s] = orNull(secs[s])
-		}
-	}
-	return st, nil
-}
-
-func orNull(v json.RawMessage) json.RawMessage {
-	if len(v) == 0 {
-		return json.RawMessage("null")
-	}
-	return v
-}
-
-// bodyKeys returns the keys of the call's body object (of its member at path, when given).
-func bodyKeys(body json.RawMessage, path ...string) []string {
+// bodyObject returns the call's body object (its member at path, when given), undecoded.
+func bodyObject(body json.RawMessage, path ...string) map[string]json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil {
 		return nil
@@ -235,321 +231,97 @@ func bodyKeys(body json.RawMessage, path ...string) []string {
 		}
 		m = inner
 	}
-	return slices.Sorted(maps.Keys(m))
+	return m
 }
 
-// reviseCard returns the Revise of a card write that replaces fields and sections chosen from
-// the call.
-func reviseCard(pick func(c *Call) (fields, sections []string)) func(ctx context.Context, c *Call) error {
-	return func(ctx context.Context, c *Call) error {
-		roleID := c.Params["roleId"]
-		fields, sections := pick(c)
-		st, err := cardSnapshot(ctx, c.Client, roleID, fields, sections)
-		if err != nil {
-			return err
-		}
-		changes := slices.Clone(fields)
-		for _, s := range sections {
-			changes = append(changes, "sections."+s)
-		}
-		return c.keep(ctx, revisions.KindCard, roleID, changes, st, "")
+// reviseCard returns the Revise of a card write: plan says which fields and sections the call
+// replaces and the values it sends.
+func reviseCard(plan func(c *Call) undo.CardWrite) HandlerRevise {
+	return func(ctx context.Context, c *Call, g undo.Guard) (*undo.Change, error) {
+		return c.revs.BeforeCardWrite(ctx, c.Params["roleId"], plan(c), g)
 	}
 }
 
 var (
-	reviseOpeningLines = reviseCard(func(*Call) ([]string, []string) { return openingFields, nil })
-	reviseProfile      = reviseCard(func(c *Call) ([]string, []string) {
+	reviseOpeningLines = reviseCard(func(c *Call) undo.CardWrite {
+		body := bodyObject(c.Body)
+		next := map[string]json.RawMessage{}
+		for arg, field := range map[string]string{"roleWelcome": "roleWelcome", "alternates": "welcomeAlternates", "prologue": "prologue"} {
+			if v, ok := body[arg]; ok {
+				next[field] = v
+			}
+		}
+		return undo.CardWrite{Fields: undo.OpeningFields, Next: next}
+	})
+	reviseProfile = reviseCard(func(c *Call) undo.CardWrite {
+		body := bodyObject(c.Body)
 		var fields []string
-		for _, k := range bodyKeys(c.Body) {
-			if slices.Contains(profileFields, k) {
+		for _, k := range slices.Sorted(maps.Keys(body)) {
+			if slices.Contains(undo.ProfileFields, k) {
 				fields = append(fields, k)
 			}
 		}
-		return fields, nil
+		return undo.CardWrite{Fields: fields, Next: body}
 	})
-	reviseDocument   = reviseCard(func(c *Call) ([]string, []string) { return nil, bodyKeys(c.Body, "sections") })
-	reviseVisibility = reviseCard(func(*Call) ([]string, []string) { return []string{"roleVisibility"}, nil })
+	reviseDocument = reviseCard(func(c *Call) undo.CardWrite {
+		secs := bodyObject(c.Body, "sections")
+		next := make(map[string]json.RawMessage, len(secs))
+		for s, v := range secs {
+			next["sections."+s] = v
+		}
+		return undo.CardWrite{Sections: slices.Sorted(maps.Keys(secs)), Next: next}
+	})
+	reviseVisibility = reviseCard(func(c *Call) undo.CardWrite {
+		return undo.CardWrite{Fields: []string{"roleVisibility"}, Next: map[string]json.RawMessage{"roleVisibility": bodyObject(c.Body)["visibility"]}}
+	})
 )
 
-// worldbookState is a worldbook as a revision keeps it: its metadata, the cards it is bound
-// to and every entry, as the service returned them (without lastUpdateTime and
-// activationCount, which no write sets).
-type worldbookState struct {
-	Name         string                       `json:"name"`
-	Description  string                       `json:"description"`
-	Tags         []string                     `json:"tags"`
-	Format       string                       `json:"format"`
-	BoundRoleIDs []string                     `json:"boundRoleIds"`
-	Entries      []map[string]json.RawMessage `json:"entries"`
-}
-
-// entryKeptOut are the entry fields a revision does not keep.
-var entryKeptOut = []string{"lastUpdateTime", "activationCount"}
-
-// worldbookSnapshot reads a worldbook's metadata and entries.
-func worldbookSnapshot(ctx context.Context, client *upstream.Client, id string) (worldbookState, error) {
-	return worldbookSnapshotOf(ctx, client, id, nil)
-}
-
-// worldbookSnapshotOf is worldbookSnapshot with the worldbook's metadata already read (wb), or
-// nil to read it.
-func worldbookSnapshotOf(ctx context.Context, client *upstream.Client, id string, wb *upstream.Worldbook) (worldbookState, error) {
-	if wb == nil {
-		var err error
-		if wb, err = client.GetWorldbook(ctx, id); err != nil {
-			return worldbookState{}, err
-		}
-	}
-	var list struct {
-		Entries []map[string]json.RawMessage `json:"entries"`
-	}
-	if err := client.Call(ctx, "listWorldbookEntries", map[string]string{"worldbookId": id}, nil, &list); err != nil {
-		return worldbookState{}, err
-	}
-	for _, e := range list.Entries {
-		for _, k := range entryKeptOut {
-			delete(e, k)
-		}
-	}
-	return worldbookState{Name: wb.Name, Description: wb.Description, Tags: jsontext.NonNil(wb.Tags), Format: string(wb.Format),
-		BoundRoleIDs: jsontext.NonNil(wb.BoundRoleIDs), Entries: jsontext.NonNil(list.Entries)}, nil
-}
-
-// reviseWorldbook is the Revise of write_worldbook_document: the whole worldbook as it was.
-func reviseWorldbook(ctx context.Context, c *Call) error {
-	id := c.Params["worldbookId"]
-	var doc struct {
-		Metadata json.RawMessage `json:"metadata"`
-		Binding  json.RawMessage `json:"binding"`
-		Entries  []struct {
-			Op string `json:"op"`
-		} `json:"entries"`
-	}
-	if err := json.Unmarshal(c.Body, &doc); err != nil {
-		return fmt.Errorf("decode the arguments: %w", err)
-	}
-	var changes []string
-	if doc.Metadata != nil {
-		changes = append(changes, "metadata")
-	}
-	ops := map[string]int{}
-	for _, e := range doc.Entries {
-		ops[e.Op]++
-	}
-	for _, op := range []string{"create", "update", "delete"} {
-		if n := ops[op]; n > 0 {
-			changes = append(changes, fmt.Sprintf("%s %s", phrase.Count(int64(n), "entry", "entries"), op+"d"))
-		}
-	}
-	if doc.Binding != nil {
-		changes = append(changes, "binding")
-	}
-	return keepWorldbook(ctx, c, id, changes, "")
-}
-
-// keepWorldbook keeps the worldbook id as it is now.
-func keepWorldbook(ctx context.Context, c *Call, id string, changes []string, restoreOf string) error {
-	st, err := worldbookSnapshot(ctx, c.Client, id)
-	if err != nil {
-		return err
-	}
-	return c.keep(ctx, revisions.KindWorldbook, id, changes, st, restoreOf)
-}
-
-// trialState is a trial card as a revision keeps it. The card service shows a trial's digests,
-// not its text: the text is what this server last wrote under the clientKey (its shadow),
-// when the digests show that the trial still holds it; otherwise only the digests are kept.
-type trialState struct {
-	Card    json.RawMessage   `json:"card,omitempty"`    // the card, when known
-	Entries json.RawMessage   `json:"entries,omitempty"` // its worldbook's entries, when known
-	Digests map[string]string `json:"digests"`           // the trial's sections digests then
-	Unknown string            `json:"unknown,omitempty"` // why the text is not kept
-}
-
-// trialShadow is what the server keeps of the last trial it wrote under a clientKey.
-type trialShadow struct {
-	Card    json.RawMessage `json:"card"`
-	Entries json.RawMessage `json:"entries,omitempty"` // absent: not known
-}
-
-// trialFields are the card fields a trial summary digests, with the value an omitted one holds.
-var trialFields = map[string]any{
-	"roleName": "", "roleDesc": "", "roleWelcome": "", "welcomeAlternates": []any{}, "prologue": []any{}, "sections": map[string]any{},
-}
-
-// trialDigests returns the digest of each field of a trial card, as the service computes them
-// (SHA-256 of the canonical JSON, omitted fields as "", [] or {}).
-func trialDigests(card json.RawMessage) (map[string]string, error) {
-	var m map[string]any
-	if err := json.Unmarshal(card, &m); err != nil {
-		return nil, err
-	}
-	values := map[string]any{}
-	for f, empty := range trialFields {
-		v, ok := m[f]
-		if !ok || v == nil {
-			v = empty
-		}
-		values[f] = v
-	}
-	return jsontext.Digests(values)
-}
-
-// trialNow is a live trial card as the service shows it.
-type trialNow struct {
-	Sections  map[string]string `json:"sections"`
-	Worldbook struct {
-		Entries int `json:"entries"`
-	} `json:"worldbook"`
-}
-
-// readTrial returns the live trial clientKey; nil when there is none.
-func readTrial(ctx context.Context, client *upstream.Client, key string) (*trialNow, error) {
-	var now trialNow
-	err := client.Call(ctx, "getTrialCard", map[string]string{"clientKey": key}, nil, &now)
-	var apiErr *upstream.Error
-	if errors.As(err, &apiErr) && apiErr.Code == "trial_not_found" {
-		return nil, nil
-	}
+// reviseWorldbook is the Revise of write_worldbook_document: the whole worldbook as it was. The
+// entry ops' ifVersion are taken out of the body sent.
+func reviseWorldbook(ctx context.Context, c *Call, g undo.Guard) (*undo.Change, error) {
+	doc, body, versions, err := undo.ParseWorldbookDoc(c.Body)
 	if err != nil {
 		return nil, err
 	}
-	return &now, nil
+	c.Body = body
+	return c.revs.BeforeWorldbookWrite(ctx, c.Params["worldbookId"], doc, versions, g, textBudget(c))
 }
 
-// trialSnapshot returns the live trial clientKey as a revision keeps it (nil when none is
-// live) and the shadow behind it (nil when unknown).
-func (c *Call) trialSnapshot(ctx context.Context, user revisions.User, key string) (*trialState, *trialShadow, error) {
-	now, err := readTrial(ctx, c.Client, key)
-	if err != nil || now == nil {
-		return nil, nil, err
-	}
-	st := &trialState{Digests: now.Sections}
-	data, ok, err := c.revs.d.revs.Shadow(ctx, user, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	var sh trialShadow
-	if ok && json.Unmarshal(data, &sh) == nil && len(sh.Card) > 0 {
-		digests, err := trialDigests(sh.Card)
-		if err == nil && maps.Equal(digests, now.Sections) {
-			st.Card = sh.Card
-			var entries []json.RawMessage
-			if json.Unmarshal(sh.Entries, &entries) == nil && len(entries) == now.Worldbook.Entries {
-				st.Entries = sh.Entries
-			} else {
-				sh.Entries = nil
-				st.Unknown = "The trial card's worldbook entries were not written by this server, so this revision does not hold them."
-			}
-			return st, &sh, nil
-		}
-	}
-	st.Unknown = "The card service does not show a trial card's text and this server did not write the one replaced, " +
-		"so this revision holds only its digests: restore_revision cannot bring its text back."
-	return st, nil, nil
-}
-
-// keepTrial keeps the live trial clientKey as a revision (nothing when none is live), then,
-// when next is not nil, records next (an upsertTrialCard body) as the trial about to be
-// written.
-func (c *Call) keepTrial(ctx context.Context, key string, changes []string, next json.RawMessage, restoreOf string) error {
-	if c.revs == nil {
-		return nil
-	}
-	user, err := c.revs.d.owner(ctx)
-	if err != nil {
-		return err
-	}
-	st, old, err := c.trialSnapshot(ctx, user, key)
-	if err != nil {
-		return err
-	}
-	if st != nil {
-		if err := c.keep(ctx, revisions.KindTrial, key, changes, st, restoreOf); err != nil {
-			return err
-		}
-		if st.Unknown != "" {
-			c.revs.notes = append(c.revs.notes, st.Unknown)
-		}
-	}
-	if next == nil {
-		return nil
-	}
-	var body struct {
-		Card      json.RawMessage `json:"card"`
-		Worldbook *struct {
-			Entries json.RawMessage `json:"entries"`
-		} `json:"worldbook"`
-	}
-	if err := json.Unmarshal(next, &body); err != nil {
-		return fmt.Errorf("decode the trial card: %w", err)
-	}
-	sh := trialShadow{Card: body.Card}
-	switch {
-	case body.Worldbook != nil:
-		sh.Entries = body.Worldbook.Entries
-	case st == nil:
-		sh.Entries = json.RawMessage("[]") // a new trial without a worldbook has no entries
-	case old != nil:
-		sh.Entries = old.Entries
-	}
-	data, err := json.Marshal(sh)
-	if err != nil {
-		return fmt.Errorf("encode the trial card: %w", err)
-	}
-	// Saved before the write: a write that fails leaves digests that do not match it, and the
-	// shadow is then not used.
-	if err := c.revs.d.revs.SaveShadow(ctx, user, key, data); err != nil {
-		return c.storeFailed(ctx, err, revisions.KindTrial, key, fmt.Sprintf("trial card %q to undo this write later", key))
-	}
-	return nil
-}
+// textBudget is how many bytes of old and new text a diff shows: about half the result budget.
+func textBudget(c *Call) int { return c.Budget * 2 }
 
 // reviseUpsertTrial is the Revise of upsert_trial_card.
-func reviseUpsertTrial(ctx context.Context, c *Call) error {
+func reviseUpsertTrial(ctx context.Context, c *Call, g undo.Guard) (*undo.Change, error) {
 	changes := []string{"card"}
-	if slices.Contains(bodyKeys(c.Body), "worldbook") {
+	if _, ok := bodyObject(c.Body)["worldbook"]; ok {
 		changes = append(changes, "worldbook entries")
 	}
-	return c.keepTrial(ctx, c.Params["clientKey"], changes, c.Body, "")
+	return c.revs.BeforeTrialWrite(ctx, c.Params["clientKey"], c.Body, changes, g)
 }
 
 // reviseDeleteTrial is the Revise of delete_trial_card.
-func reviseDeleteTrial(ctx context.Context, c *Call) error {
-	return c.keepTrial(ctx, c.Params["clientKey"], []string{"deleted"}, nil, "")
+func reviseDeleteTrial(ctx context.Context, c *Call, g undo.Guard) (*undo.Change, error) {
+	return c.revs.BeforeTrialWrite(ctx, c.Params["clientKey"], nil, []string{"deleted"}, g)
 }
 
-// reviseByUseCase is the Revise of the tavern imports: the use case keeps its revisions itself,
-// through tavernsync.Env.Revise (tavernRevise), right before it writes over an existing card,
-// worldbook or trial card.
-func reviseByUseCase(context.Context, *Call) error { return nil }
+// reviseByUseCase is the Revise of the tavern imports and of restore_revision: the use case
+// keeps its revisions itself (tavernsync.Env.Revise, undo.Run.Restore), right before it writes
+// over an existing card, worldbook or trial card.
+func reviseByUseCase(context.Context, *Call, undo.Guard) (*undo.Change, error) { return nil, nil }
 
-// tavernRevise keeps, for the tavern use case, the object it is about to write over: next is
-// the upsertTrialCard body of a trial.
-func (c *Call) tavernRevise(ctx context.Context, kind, id string, next any) error {
-	switch kind {
-	case revisions.KindCard:
-		st, err := cardSnapshot(ctx, c.Client, id, append(slices.Clone(openingFields), profileFields...), cardSectionNames)
-		if err != nil {
-			return err
-		}
-		return c.keep(ctx, kind, id, []string{"opening lines", "profile", "sections"}, st, "")
-	case revisions.KindWorldbook:
-		wb, _ := next.(*upstream.Worldbook) // the import's own read, when it made one
-		st, err := worldbookSnapshotOf(ctx, c.Client, id, wb)
-		if err != nil {
-			return err
-		}
-		return c.keep(ctx, kind, id, []string{"entries imported"}, st, "")
-	case revisions.KindTrial:
-		body, err := json.Marshal(next)
-		if err != nil {
-			return fmt.Errorf("encode the trial card: %w", err)
-		}
-		return c.keepTrial(ctx, id, []string{"card", "worldbook entries"}, body, "")
+// withMember returns the JSON object data with the string member key: v added first; data as
+// it is when it is no object.
+func withMember(data json.RawMessage, key, v string) json.RawMessage {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) < 2 || trimmed[0] != '{' {
+		return data
 	}
-	return fmt.Errorf("revisions: unknown kind %q", kind)
+	rest := bytes.TrimLeft(trimmed[1:], " \t\r\n")
+	member, _ := json.Marshal(v) // a string: cannot fail
+	out := make([]byte, 0, len(data)+len(key)+len(member)+4)
+	out = append(append(append(append(out, `{"`...), key...), `":`...), member...)
+	if rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, rest...)
 }
-
-// cardSectionNames are the card's text sections (CardSections).
-var cardSectionNames = []string{"description", "personality", "scenario", "exampleDialogue", "systemPrompt", "postHistoryInstructions", "creatorNotes"}

@@ -32,14 +32,25 @@ func state(t *testing.T, e *env, kind, id string) any {
 		return card
 	case revisions.KindWorldbook:
 		wb := e.ok("get_worldbook", jsonArg(t, map[string]any{"worldbookId": id}))
+		// Every entry in full (every field, isEnabled and the rest), every page.
 		var entries []string
-		for _, en := range e.ok("list_worldbook_entries", jsonArg(t, map[string]any{"worldbookId": id}))["entries"].([]any) {
-			m := en.(map[string]any)
-			for _, k := range []string{"entryId", "lastUpdateTime", "activationCount"} {
-				delete(m, k)
+		for cursor := ""; ; {
+			args := map[string]any{"worldbookId": id, "detail": "full"}
+			if cursor != "" {
+				args["cursor"] = cursor
 			}
-			data, _ := json.Marshal(m)
-			entries = append(entries, string(data))
+			page := e.ok("list_worldbook_entries", jsonArg(t, args))
+			for _, en := range page["entries"].([]any) {
+				m := en.(map[string]any)
+				for _, k := range []string{"entryId", "lastUpdateTime", "activationCount"} {
+					delete(m, k)
+				}
+				data, _ := json.Marshal(m)
+				entries = append(entries, string(data))
+			}
+			if cursor, _ = page["nextCursor"].(string); cursor == "" {
+				break
+			}
 		}
 		slices.Sort(entries)
 		return map[string]any{"name": wb["name"], "description": wb["description"], "tags": wb["tags"],
@@ -277,8 +288,10 @@ func TestRevisionsPaging(t *testing.T) {
 	}
 }
 
-// TestRevisionsDeclined: a restore the user declines changes nothing and keeps no revision.
-func TestRevisionsDeclined(t *testing.T) {
+// TestRestoreAsksNothing: restore_revision asks no confirmation, even of a client that would
+// decline every question; its result names the revision that undoes it, and restoring that one
+// brings the write back.
+func TestRestoreAsksNothing(t *testing.T) {
 	t.Parallel()
 	for _, modern := range []bool{false, true} {
 		t.Run(map[bool]string{false: "2025-11-25", true: "2026-07-28"}[modern], func(t *testing.T) {
@@ -287,19 +300,19 @@ func TestRevisionsDeclined(t *testing.T) {
 			e, _ := newTavernEnv(t, tavernEnvConfig{elicit: a, modern: modern})
 			roleID := e.ok("create_card", `{"roleName":"Asked"}`)["roleId"].(string)
 			e.ok("set_opening_lines", jsonArg(t, map[string]any{"roleId": roleID, "roleWelcome": "Before."}))
-			_, revID := write(t, e, "set_opening_lines", jsonArg(t, map[string]any{"roleId": roleID, "roleWelcome": "After."}))
 			before := state(t, e, revisions.KindCard, roleID)
-			if env, _ := e.fail("restore_revision", jsonArg(t, map[string]any{"revisionId": revID})); env["error"] != codeDeclined {
-				t.Fatalf("declined restore: %v", env)
-			}
+			_, revID := write(t, e, "set_opening_lines", jsonArg(t, map[string]any{"roleId": roleID, "roleWelcome": "After."}))
+			after := state(t, e, revisions.KindCard, roleID)
+			_, undoID := write(t, e, "restore_revision", jsonArg(t, map[string]any{"revisionId": revID}))
 			if got := state(t, e, revisions.KindCard, roleID); !reflect.DeepEqual(got, before) {
-				t.Errorf("a declined restore changed the card: %v", got)
+				t.Errorf("the restore did not bring the card back: %v", got)
 			}
-			if n := len(e.ok("list_revisions", jsonArg(t, map[string]any{"roleId": roleID}))["revisions"].([]any)); n != 2 {
-				t.Errorf("%d revisions after a declined restore, want 2", n)
+			write(t, e, "restore_revision", jsonArg(t, map[string]any{"revisionId": undoID}))
+			if got := state(t, e, revisions.KindCard, roleID); !reflect.DeepEqual(got, after) {
+				t.Errorf("restoring the restore's revision did not undo it: %v", got)
 			}
-			if len(a.questions) != 1 || !strings.Contains(a.questions[0], revID) {
-				t.Errorf("questions: %v", a.questions)
+			if len(a.questions) != 0 {
+				t.Errorf("restore_revision asked: %v", a.questions)
 			}
 		})
 	}

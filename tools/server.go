@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
+	"github.com/cardwriter/cardwriter-mcp/internal/quota"
 	"log/slog"
 	"slices"
 	"time"
@@ -79,6 +81,12 @@ type Options struct {
 	Exports store.KV
 	// ExportTTL is how long such an export stays readable; 0 is DefaultExportTTL.
 	ExportTTL time.Duration
+	// ExportUserBytes bounds one user's live exports together, in bytes (0: DefaultExportUserBytes;
+	// negative: no limit).
+	ExportUserBytes int64
+	// TrialShadowsPerUser bounds the trial cards whose text one user's writes left kept (for
+	// revisions) at once (0: DefaultTrialShadows; negative: no limit).
+	TrialShadowsPerUser int
 	// now is the clock of export expiry (tests); nil is time.Now.
 	now func() time.Time
 	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the
@@ -88,6 +96,9 @@ type Options struct {
 	// may hold (pages are cut to fit it; a larger answer becomes an error saying how to ask for
 	// less); 0 is DefaultResultBudget. Every result also stays within MaxResultChars.
 	ResultBudget int
+	// MatchBudget bounds the time regular expression matches (worldbook /regex/ keys) take, per
+	// call and per user; nil is cpubudget's defaults.
+	MatchBudget *cpubudget.Limiter
 }
 
 // NewServer returns the MCP server of the tools Filter selects, calling the card service through
@@ -115,6 +126,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		if opts.Revisions == nil || opts.Revisions.Retention().Enabled() {
 			instructions += " " + revisionsInstruction
 		}
+		instructions += " " + versionsInstruction
 		if opts.Dynamic {
 			instructions += " Only the cards toolset is loaded at first: call list_toolsets, then enable_toolset with the toolset the task needs (authoring, worldbook, trial, tavern, revisions)."
 		} else if len(selected) < len(All()) {
@@ -165,6 +177,17 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		d.owner = RequestOwner(client)
 	}
 	d.exports = newExports(opts, client, d.owner, log)
+	d.shadows = newShadowLedger(opts, d.exports)
+	if qo, ok := opts.Observer.(interface {
+		Quota(kind string, used int64, refused bool)
+	}); ok {
+		d.exports.quota.SetObserver(qo.Quota)
+		d.shadows.SetObserver(qo.Quota)
+	}
+	d.match = opts.MatchBudget
+	if d.match == nil {
+		d.match = cpubudget.New(0, 0)
+	}
 	if opts.Dynamic {
 		dt := &dynamicToolsets{srv: srv, selected: selected, d: d}
 		if err := dt.start(); err != nil {
@@ -202,6 +225,10 @@ const defaultInstructions = "cardwriter-mcp authors role-play cards on the card 
 // revisionsInstruction tells the model that writes can be undone (when revisions are kept).
 const revisionsInstruction = "Every write that replaces or deletes content first keeps a revision: restore_revision undoes it."
 
+// versionsInstruction says, once for every write, what ifVersion and dryRun do (their schemas do
+// not: tools/list's token budget).
+const versionsInstruction = "Reads give a version (each worldbook entry its own): a write's ifVersion refuses it (stale_write) if that changed since; dryRun: true shows the change and sends nothing."
+
 // deps is what every tool handler is given besides its call.
 type deps struct {
 	budget   int // the result budget, in tokens
@@ -217,6 +244,8 @@ type deps struct {
 	revs     *RevisionStore // nil: revisions are off
 	owner    Owner          // whose revisions and exports a call's are
 	exports  *exports
+	match    *cpubudget.Limiter
+	shadows  *quota.Ledger // trial shadows per user (shadows.go)
 }
 
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
@@ -290,16 +319,23 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	}
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
-		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports}
-	if d.revs != nil && (t.Revise != nil || t.Toolset == ToolsetRevisions) {
-		call.revs = &reviser{d: d, client: clientName(ctx)}
+		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, match: d.match}
+	if t.Revise != nil || t.Toolset == ToolsetRevisions {
+		call.revs = newRun(ctx, t, d)
 	}
 	data, err := handle(ctx, call)
 	var ask *needInput
+	var dry *dryRun
 	var decodeErr *upstream.UnreadableError
 	switch {
 	case errors.As(err, &ask):
 		return ask.result, codeInputRequired, nil
+	case errors.As(err, &dry):
+		res, err := dryRunResult(t, dry)
+		if err != nil {
+			return fail(err)
+		}
+		return res, "ok", nil
 	case errors.As(err, &decodeErr):
 		return fail(t.unreadable(nil, body, decodeErr))
 	case err != nil:
@@ -309,13 +345,17 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if err != nil {
 		return fail(err)
 	}
+	if t.Version != nil {
+		v := t.Version(out)
+		out["version"], data = v, withMember(data, "version", v)
+	}
 	if t.Cut != "" {
 		if data, err = cutList(out, t.Cut, data, d.budget/2); err != nil {
 			return fail(err)
 		}
 	}
 	summary := t.Summary(out)
-	if call.revs != nil && len(call.revs.kept) > 0 {
+	if call.revs != nil && len(call.revs.Kept) > 0 {
 		if summary, data, err = call.addRevision(out, summary); err != nil {
 			return fail(err)
 		}
@@ -387,6 +427,16 @@ func (s observedAside) Get(ctx context.Context, key AsideKey) ([]byte, bool, err
 		s.o.StoreError()
 	}
 	return data, ok, err
+}
+
+// Check passes on the wrapped store's quota check, when it has one.
+func (s observedAside) Check(ctx context.Context, user string, size int64) error {
+	if q, ok := s.AsideStore.(interface {
+		Check(ctx context.Context, user string, size int64) error
+	}); ok {
+		return q.Check(ctx, user, size)
+	}
+	return nil
 }
 
 func (s observedAside) Put(ctx context.Context, key AsideKey, data []byte) error {

@@ -115,6 +115,9 @@ func newBenchEnvWith(b *testing.B, opts Options) *benchEnv {
 			"prologue":    []string{"Who's following us?", "Where are we?"}})},
 		{"write_worldbook_document", mustJSON(map[string]any{"worldbookId": wb.WorldbookID, "entries": updates})},
 		{"list_trial_cards", json.RawMessage(`{}`)},
+		{"get_worldbook", mustJSON(map[string]any{"worldbookId": wb.WorldbookID})},
+		{"list_worldbook_entries", mustJSON(map[string]any{"worldbookId": wb.WorldbookID, "detail": "full"})},
+		{"get_trial_card", json.RawMessage(`{"clientKey":"bench-a"}`)},
 	}
 	return e
 }

@@ -193,8 +193,8 @@ const (
 func tavernEnv(c *Call) tavernsync.Env {
 	env := tavernsync.Env{Client: c.Client, Aside: c.Aside, LocalFiles: c.LocalFiles, Progress: c.Progress, Log: c.Log,
 		Outcome: outcome, Roots: func(ctx context.Context) ([]string, error) { return clientRootURIs(ctx, c) }}
-	if c.revs != nil {
-		env.Revise = c.tavernRevise
+	if c.keeping() {
+		env.Revise = c.revs.BeforeImport
 	}
 	return env
 }

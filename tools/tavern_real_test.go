@@ -130,10 +130,27 @@ func TestTavernRealCardRoundTrip(t *testing.T) {
 		if n := list(sc, "notRestored"); len(n) != 0 {
 			t.Errorf("notRestored %v with the record at hand", n)
 		}
-		got := decodeNumbers(t, out)["data"].(map[string]any)
+		whole := decodeNumbers(t, out)
+		got := whole["data"].(map[string]any)
 		for k, v := range src {
 			if k != "character_book" {
 				checkRestored(t, "data", map[string]any{k: v}, got)
+			}
+		}
+		// The file's top level comes back too, and nothing more: SillyTavern's copies of the V1
+		// fields and creatorcomment beside data, its chat and create_date, but spec (V3 now).
+		srcRoot := taverntest.CardChunk(t, file, "chara")
+		for k, v := range srcRoot {
+			if k == "data" || k == "spec" || k == "spec_version" {
+				continue
+			}
+			if !sameJSON(v, whole[k]) {
+				t.Errorf("top-level %s = %s, want %s", k, jsonText(whole[k]), jsonText(v))
+			}
+		}
+		for k := range whole {
+			if _, ok := srcRoot[k]; !ok {
+				t.Errorf("top-level %s added", k)
 			}
 		}
 		book := got["character_book"].(map[string]any)

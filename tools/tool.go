@@ -63,6 +63,12 @@ type Tool struct {
 	// will replace and keeps it as a revision (Call.keep), right before the write goes out
 	// (Call.beforeWrite); its result then names the revision (revise.go). Nil for other tools.
 	Revise HandlerRevise
+	// Version, for a read of one card, worldbook or trial card, returns the version of the
+	// object its result shows (undo): added to the result as version, the ifVersion of a write.
+	Version func(out map[string]any) string
+	// Guard gives a write the arguments ifVersion and dryRun (schema/tools.json
+	// $defs/WriteGuard): Revise checks the one and answers the other.
+	Guard bool
 	// Cut names the result's list (of issues, findings) that is cut to fit half the result
 	// budget: the first items stay, in order, and omitted says how many more there are.
 	Cut string
@@ -194,6 +200,11 @@ func build(defs []Tool) ([]Tool, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
 		}
+		if t.Guard {
+			if in, outSchema, err = t.withGuard(in, outSchema); err != nil {
+				return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
+			}
+		}
 		if t.Revise != nil {
 			if outSchema, err = withRevision(outSchema); err != nil {
 				return nil, fmt.Errorf("tools: %s: %w", t.Name, err)
@@ -280,7 +291,9 @@ func (t *Tool) extend(in, out map[string]any) (map[string]any, map[string]any, e
 }
 
 // withRevision returns the output schema of a write that keeps revisions: out with an optional
-// revision object (schema/tools.json $defs/RevisionKept).
+// revision object (schema/tools.json $defs/RevisionKept). It declares revisionId only: alsoKept,
+// dropped and notKept, there when they apply, are left undeclared (every write's schema holds
+// this object, tools/list has a token budget, and the text says them too).
 func withRevision(out map[string]any) (map[string]any, error) {
 	def, err := schema.ToolDef("RevisionKept")
 	if err != nil {
@@ -295,6 +308,57 @@ func withRevision(out map[string]any) (map[string]any, error) {
 	props["revision"] = def
 	out["properties"] = props
 	return out, nil
+}
+
+// withGuard returns the schemas of a write that takes ifVersion and dryRun (schema/tools.json
+// $defs/WriteGuard; write_worldbook_document's entry ops take an ifVersion of their own): the
+// input with them (kept by the server, never sent), the output with a dry run's fields
+// ($defs/DryRun).
+func (t *Tool) withGuard(in, out map[string]any) (map[string]any, map[string]any, error) {
+	guard, err := schema.ToolDef("WriteGuard")
+	if err != nil {
+		return nil, nil, err
+	}
+	dry, err := schema.ToolDef("DryRun")
+	if err != nil {
+		return nil, nil, err
+	}
+	args, _ := guard["properties"].(map[string]any)
+	in = maps.Clone(in)
+	props := maps.Clone(in["properties"].(map[string]any))
+	for _, k := range slices.Sorted(maps.Keys(args)) {
+		if _, dup := props[k]; dup {
+			return nil, nil, fmt.Errorf("guard argument %s is also an argument of the tool", k)
+		}
+		props[k] = args[k]
+		if t.Operation != "" {
+			t.extra = append(t.extra, k)
+		}
+	}
+	slices.Sort(t.extra)
+	if entries, ok := props["entries"].(map[string]any); ok && t.Operation == "writeWorldbookDocument" {
+		entries = maps.Clone(entries)
+		items := maps.Clone(entries["items"].(map[string]any))
+		itemProps := maps.Clone(items["properties"].(map[string]any))
+		itemProps["ifVersion"] = args["ifVersion"]
+		items["properties"] = itemProps
+		entries["items"] = items
+		props["entries"] = entries
+	}
+	in["properties"] = props
+	out = maps.Clone(out)
+	outProps := maps.Clone(out["properties"].(map[string]any))
+	maps.Copy(outProps, dry["properties"].(map[string]any))
+	out["properties"] = outProps
+	// A dry run gives the write's own result, saying nothing was applied, where it can
+	// (dryRunFields); otherwise the result is either form.
+	req, _ := out["required"].([]any)
+	given := t.dryRunFields()
+	if slices.ContainsFunc(req, func(r any) bool { s, _ := r.(string); return !slices.Contains(given, s) }) {
+		delete(out, "required")
+		out["anyOf"] = []any{map[string]any{"required": req}, map[string]any{"required": dry["required"]}}
+	}
+	return in, out, nil
 }
 
 // revisionNote is the sentence the description of every write that keeps revisions carries.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
+	"github.com/cardwriter/cardwriter-mcp/internal/undo"
 )
 
 // trialTools is the trial toolset: temporary cards under a key the client chooses.
@@ -32,6 +33,7 @@ func trialTools() []Tool {
 			Title:       "Get a trial card",
 			Description: "Get one trial card's summary. An expired or unknown key gives trial_not_found; upsert it again to bring it back.",
 			Operation:   "getTrialCard",
+			Version:     undo.TrialVersionOf,
 			Annotations: readHints(),
 			Summary:     summarizeTrial,
 		},
@@ -45,6 +47,7 @@ func trialTools() []Tool {
 			Check:       "get_trial_card",
 			Annotations: replaceHints(),
 			Revise:      reviseUpsertTrial,
+			Guard:       true,
 			Summary:     summarizeTrial,
 		},
 		{
@@ -56,13 +59,24 @@ func trialTools() []Tool {
 			Annotations: hints(false, true, true, true),
 			Handler: func(ctx context.Context, c *Call) (json.RawMessage, error) {
 				key := c.Params["clientKey"]
+				if g, err := c.guard(); err != nil || g != (undo.Guard{}) {
+					// A dry run asks nothing; a stale one is refused before asking.
+					if err := c.beforeWrite(ctx); err != nil {
+						return nil, err
+					}
+				}
 				if err := confirm(ctx, c, "Delete the trial card",
 					fmt.Sprintf("Delete trial card %q now? Its card and worldbook are gone for good.", key)); err != nil {
 					return nil, err
 				}
-				return generic(ctx, c)
+				out, err := generic(ctx, c)
+				if err == nil {
+					c.forgetDeletedTrial(ctx, key)
+				}
+				return out, err
 			},
 			Revise: reviseDeleteTrial,
+			Guard:  true,
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Removed trial card %s.", quoted(str(out, "clientKey")))
 			},

@@ -340,7 +340,11 @@ func testWorldbookTriggers(ctx context.Context, c *Call) (json.RawMessage, error
 		}
 		opts.TimedEffects = append(opts.TimedEffects, tavern.TimedEffect{Type: t.Type, Entry: idx, Start: t.Start, End: t.End, Protected: t.Protected})
 	}
+	opts.Budget = c.matchBudget(ctx)
 	sim := tavern.Simulate(entries, opts)
+	if sim.Err != nil {
+		return nil, budgetFailure(sim.Err)
+	}
 	out.EntryCount, out.Steps, out.Settings = len(entries), sim.Steps, settings
 	for _, r := range sim.Results {
 		tr := triggerResult{EntryID: r.EntryID, Name: r.Name, Index: r.Index, Matched: jsontext.NonNil(r.Matched), Reason: r.Reason,

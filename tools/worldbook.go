@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
+	"github.com/cardwriter/cardwriter-mcp/internal/undo"
 )
 
 // worldbookTools is the worldbook toolset: keyword-triggered lore entries, bindable to cards.
@@ -43,6 +44,7 @@ func worldbookTools() []Tool {
 			Title:       "Get a worldbook",
 			Description: "Get one worldbook's metadata; its entries are list_worldbook_entries'.",
 			Operation:   "getWorldbook",
+			Version:     undo.MetaVersion,
 			Annotations: readHints(),
 			Summary: func(out map[string]any) string {
 				return fmt.Sprintf("Worldbook %s %s (%s): %s, bound to %s.", str(out, "worldbookId"), quoted(str(out, "name")),
@@ -94,6 +96,7 @@ func worldbookTools() []Tool {
 			// Destructive (delete ops, replaced fields); not idempotent (create ops add entries each time).
 			Annotations: hints(false, true, false, true),
 			Revise:      reviseWorldbook,
+			Guard:       true,
 			Summary: func(out map[string]any) string {
 				created := stringsOf(list(out, "createdEntryIds"))
 				s := fmt.Sprintf("Worldbook written: %s created", phrase.Count(int64(len(created)), "entry", "entries"))

@@ -222,9 +222,10 @@ func previewPrompt(ctx context.Context, c *Call) (json.RawMessage, error) {
 	if pi.Sim.Macros.User == "" {
 		pi.Sim.Macros.User = "User"
 	}
+	pi.Sim.Budget = c.matchBudget(ctx)
 	p, err := tavern.BuildPrompt(ctx, pi)
 	if err != nil {
-		return nil, err
+		return nil, budgetFailure(err)
 	}
 	return jsontext.Marshal(xrayResult(p, pi, enc, in.Full))
 }

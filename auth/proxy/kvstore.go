@@ -26,6 +26,13 @@ const (
 	sweepGrace = 2 * time.Minute
 )
 
+// SessionOwnerPrefix and RevokedPrefix start the keys of the records the server's store seals
+// (package sealed) beside the ones that carry their own MAC.
+const (
+	SessionOwnerPrefix = keySession
+	RevokedPrefix      = keyRevoked
+)
+
 // Key prefixes of the proxy's records in the KV.
 const (
 	keyClient       = "proxy:client:"
@@ -37,6 +44,7 @@ const (
 	keyUpstream     = "proxy:upstream:"
 	keySession      = "proxy:session-owner:"
 	keyLease        = "proxy:lease:"
+	keyRevoked      = "proxy:revoked:" // + a secret's digest or "grant:" + a grant id: a revocation
 	// What each source address made the server keep (admission lists, Admit).
 	keySourceRequests = "proxy:source-requests:"
 	keySourceClients  = "proxy:source-clients:"
@@ -317,6 +325,9 @@ func (s *KVStore) DeleteGrant(ctx context.Context, id string) (*Grant, error) {
 	if err := json.Unmarshal(raw, g); err != nil {
 		return nil, fmt.Errorf("proxy: a damaged grant: %w", err)
 	}
+	if err := s.revoke(ctx, id, "", time.Time{}); err != nil {
+		return g, err
+	}
 	digests, err := s.kv.Range(ctx, keyGrantSecrets+id, 0)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return g, fmt.Errorf("proxy: revoke the tokens of a grant: %w", err)
@@ -345,8 +356,76 @@ func (s *KVStore) PutSecret(ctx context.Context, digest string, sec *Secret) err
 	return put(ctx, s, keySecret+digest, sec, s.until(sec.Expires, margin))
 }
 
+// GetSecret returns the record of a secret, unless a revocation names it or its grant: a
+// revoked token's record put back in the store (a copy taken before) stays revoked.
 func (s *KVStore) GetSecret(ctx context.Context, digest string) (*Secret, error) {
-	return get[Secret](ctx, s, keySecret+digest)
+	sec, err := get[Secret](ctx, s, keySecret+digest)
+	if err != nil || sec.GrantID == "" {
+		return sec, err
+	}
+	rv, err := s.revocation(ctx, sec.GrantID)
+	if err != nil {
+		return nil, err
+	}
+	if _, revoked := rv.Secrets[digest]; revoked || rv.Grant {
+		return nil, ErrNotFound
+	}
+	return sec, nil
+}
+
+// revocation is what was revoked of a grant: the grant itself, or some of its secrets (by
+// digest, each until it would have expired). It outlives what it revokes, so that putting an
+// old record back does not undo it.
+type revocation struct {
+	Grant   bool                 `json:"grant,omitempty"`
+	Secrets map[string]time.Time `json:"secrets,omitempty"`
+}
+
+// revokedGrantKept is how long a grant's revocation is kept: as long as its longest-lived
+// token (a refresh token, renewed at each rotation) could have lived on.
+const revokedGrantKept = DefaultRefreshTokenTTL + 24*time.Hour
+
+func (s *KVStore) revocation(ctx context.Context, grantID string) (revocation, error) {
+	var rv revocation
+	raw, err := s.kv.Get(ctx, keyRevoked+"grant:"+grantID)
+	if errors.Is(err, store.ErrNotFound) {
+		return rv, nil
+	}
+	if err != nil {
+		return rv, fmt.Errorf("proxy: read the state: %w", err)
+	}
+	_ = json.Unmarshal(raw, &rv) // a damaged record revokes nothing more than the grant below
+	return rv, nil
+}
+
+// revoke records, before what it revokes is deleted, that the grant (digest "") or one of its
+// secrets (until its expiry) is revoked.
+func (s *KVStore) revoke(ctx context.Context, grantID, digest string, until time.Time) error {
+	now := s.now()
+	_, err := s.kv.Update(ctx, keyRevoked+"grant:"+grantID, revokedGrantKept, func(old []byte) ([]byte, error) {
+		var rv revocation
+		if old != nil {
+			_ = json.Unmarshal(old, &rv)
+		}
+		for d, t := range rv.Secrets {
+			if !now.Before(t) {
+				delete(rv.Secrets, d)
+			}
+		}
+		if digest == "" {
+			rv.Grant = true
+		} else {
+			if rv.Secrets == nil {
+				rv.Secrets = map[string]time.Time{}
+			}
+			rv.Secrets[digest] = until.Add(keptPastExpiry)
+		}
+		return json.Marshal(rv)
+	})
+	if err != nil {
+		return fmt.Errorf("proxy: record a revocation: %w", err)
+	}
+	return nil
 }
 
 // UseSecret marks the secret used in one atomic update; the first caller sees Used false.
@@ -358,7 +437,13 @@ func (s *KVStore) UseSecret(ctx context.Context, digest string) (*Secret, error)
 	return before, err
 }
 
+// DeleteSecret drops a secret; one of a grant is recorded revoked first (see GetSecret).
 func (s *KVStore) DeleteSecret(ctx context.Context, digest string) error {
+	if sec, err := get[Secret](ctx, s, keySecret+digest); err == nil && sec.GrantID != "" {
+		if err := s.revoke(ctx, sec.GrantID, digest, sec.Expires); err != nil {
+			return err
+		}
+	}
 	if err := s.kv.Delete(ctx, keySecret+digest); err != nil {
 		return fmt.Errorf("proxy: write the state: %w", err)
 	}

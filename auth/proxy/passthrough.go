@@ -12,8 +12,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/time/rate"
 	"log/slog"
+	"math"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sync"
 	"time"
@@ -28,6 +31,14 @@ const (
 	passthroughCacheMax = 10000
 )
 
+// Defaults of the bounds on checking unknown tokens (PassthroughOptions).
+const (
+	DefaultRefusedTTL     = 30 * time.Second // a token the card service refused is refused here this long, unasked
+	DefaultCheckRate      = 2.0              // unknown tokens checked per second per source, in bursts of ten times that
+	passthroughCheckBurst = 10               // times CheckRate
+	maxCheckSources       = 10000            // sources whose check rate is remembered
+)
+
 // PassthroughOptions configures Passthrough.
 type PassthroughOptions struct {
 	PublicURL      string            // the origin MCP clients reach the server at (for the metadata's address)
@@ -39,6 +50,13 @@ type PassthroughOptions struct {
 	Sessions store.KV
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// RefusedTTL is how long a token the card service refused is refused unasked (default
+	// DefaultRefusedTTL); CheckRate bounds the unknown tokens one source may have checked per
+	// second (GET /me), in bursts of ten times that (default DefaultCheckRate; negative: none).
+	RefusedTTL time.Duration
+	CheckRate  float64
+	// TrustedProxies are the reverse proxies whose X-Forwarded-For names a request's source.
+	TrustedProxies []netip.Prefix
 }
 
 // Passthrough serves the protected-resource metadata and guards the MCP endpoint in
@@ -52,8 +70,14 @@ type Passthrough struct {
 	log      *slog.Logger
 	now      func() time.Time
 
-	mu    sync.Mutex
-	known map[string]knownToken // digest of a token -> its user, until
+	refusedTTL time.Duration
+	checkRate  float64
+	trusted    []netip.Prefix
+
+	mu      sync.Mutex
+	known   map[string]knownToken    // digest of a token -> its user, until
+	refused map[string]time.Time     // digest of a token the card service refused -> until
+	checks  map[string]*rate.Limiter // source -> its checks of unknown tokens
 }
 
 type knownToken struct {
@@ -83,13 +107,21 @@ func NewPassthrough(opts PassthroughOptions) (*Passthrough, error) {
 	if opts.Sessions == nil {
 		opts.Sessions = store.NewMemory()
 	}
+	if opts.RefusedTTL <= 0 {
+		opts.RefusedTTL = DefaultRefusedTTL
+	}
+	if opts.CheckRate == 0 {
+		opts.CheckRate = DefaultCheckRate
+	}
 	u, err := url.Parse(api.BaseURL())
 	if err != nil {
 		return nil, fmt.Errorf("proxy: the card service: %w", err)
 	}
 	issuer, _ := oauthserver.CanonicalResource(u.Scheme + "://" + u.Host)
 	return &Passthrough{public: pub, issuer: issuer, resource: resource, api: api,
-		sessions: newSessionOwners(opts.Sessions, opts.SessionIdleTTL), log: opts.Logger, now: opts.Now, known: map[string]knownToken{}}, nil
+		sessions: newSessionOwners(opts.Sessions, opts.SessionIdleTTL), log: opts.Logger, now: opts.Now, known: map[string]knownToken{},
+		refusedTTL: opts.RefusedTTL, checkRate: opts.CheckRate, trusted: opts.TrustedProxies,
+		refused: map[string]time.Time{}, checks: map[string]*rate.Limiter{}}, nil
 }
 
 // ResourceMetadataURL is where the protected-resource metadata is.
@@ -142,6 +174,39 @@ func (p *Passthrough) Sweep() {
 			delete(p.known, k)
 		}
 	}
+	for k, until := range p.refused {
+		if !now.Before(until) {
+			delete(p.refused, k)
+		}
+	}
+	for src, l := range p.checks {
+		if l.TokensAt(now) >= float64(l.Burst()) {
+			delete(p.checks, src) // full again: what a new source starts with
+		}
+	}
+}
+
+// mayCheck reports whether the source of r may have one more unknown token checked by the card
+// service now, and if not, in how many seconds it may.
+func (p *Passthrough) mayCheck(r *http.Request, now time.Time) (bool, int) {
+	if p.checkRate < 0 {
+		return true, 0
+	}
+	src := requestSource(r, p.trusted)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	l, ok := p.checks[src]
+	if !ok {
+		if len(p.checks) >= maxCheckSources {
+			clear(p.checks)
+		}
+		l = rate.NewLimiter(rate.Limit(p.checkRate), max(1, int(p.checkRate*passthroughCheckBurst)))
+		p.checks[src] = l
+	}
+	if l.AllowN(now, 1) {
+		return true, 0
+	}
+	return false, max(1, int(math.Ceil(1/p.checkRate)))
 }
 
 func (p *Passthrough) authenticate(r *http.Request, token string) (*Principal, upstream.TokenSource, *authFailure) {
@@ -149,14 +214,29 @@ func (p *Passthrough) authenticate(r *http.Request, token string) (*Principal, u
 	now := p.now()
 	p.mu.Lock()
 	k, ok := p.known[d]
+	until, refused := p.refused[d]
 	p.mu.Unlock()
 	if !ok || !now.Before(k.until) {
+		if refused && now.Before(until) {
+			// Refused a moment ago: refused again without asking the card service.
+			return nil, nil, &authFailure{status: http.StatusUnauthorized, token: true, reason: "The card service does not accept the access token."}
+		}
+		if allowed, retry := p.mayCheck(r, now); !allowed {
+			return nil, nil, &authFailure{status: http.StatusTooManyRequests, token: true, retry: retry,
+				reason: "Too many unknown access tokens from this address; try again in a moment."}
+		}
 		ctx, cancel := context.WithTimeout(r.Context(), 15*time.Second)
 		me, err := p.api.GetMe(upstream.WithTokenSource(ctx, upstream.StaticToken(token)))
 		cancel()
 		var apiErr *upstream.Error
 		switch {
 		case errors.As(err, &apiErr) && (apiErr.Status == http.StatusUnauthorized || apiErr.Status == http.StatusForbidden):
+			p.mu.Lock()
+			if len(p.refused) >= passthroughCacheMax {
+				clear(p.refused)
+			}
+			p.refused[d] = now.Add(p.refusedTTL)
+			p.mu.Unlock()
 			return nil, nil, &authFailure{status: http.StatusUnauthorized, token: true, reason: "The card service does not accept the access token."}
 		case identityMissing(err):
 			// The service names nobody: the token is forwarded as it came (the service

@@ -3,13 +3,18 @@ package proxy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
+	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/auth/authtest"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
@@ -138,5 +143,72 @@ func TestSignInWithoutIdentity(t *testing.T) {
 	}
 	if _, err := e.store.GetConsent(context.Background(), "", c.id, c.redirectURI); err == nil {
 		t.Error("a consent was remembered for nobody")
+	}
+}
+
+// TestPassthroughUnknownTokensBounded: a random bearer token costs at most one card service call
+// (a refused token is refused again unasked for a while), and one source has only so many
+// unknown tokens checked a second (429 with Retry-After past it), while another source is not
+// held back.
+func TestPassthroughUnknownTokensBounded(t *testing.T) {
+	t.Parallel()
+	clock := authtest.NewClock(time.Now().Truncate(time.Second))
+	sb, err := sandbox.New(sandbox.Options{Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var meCalls atomic.Int64
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/me") {
+			meCalls.Add(1)
+		}
+		sb.Handler().ServeHTTP(w, r)
+	}))
+	t.Cleanup(api.Close)
+	p, err := NewPassthrough(PassthroughOptions{PublicURL: "http://127.0.0.1:1", APIHost: api.URL, Now: clock.Now, CheckRate: 1,
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.1/32")},
+		APIOptions:     []upstream.Option{upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := p.Protect(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
+	call := func(token, forwardedFor string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, MCPPath, strings.NewReader(initBody))
+		r.RemoteAddr = "10.0.0.1:1234"
+		r.Header.Set("X-Forwarded-For", forwardedFor)
+		r.Header.Set("Authorization", "Bearer "+token)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		return w
+	}
+	for i := range 5 {
+		if w := call("not-a-token", "192.0.2.1"); w.Code != http.StatusUnauthorized {
+			t.Fatalf("a refused token, try %d: %d", i, w.Code)
+		}
+	}
+	if n := meCalls.Load(); n != 1 {
+		t.Fatalf("one refused token asked the card service %d times, want once", n)
+	}
+	var limited *httptest.ResponseRecorder
+	for i := range 20 {
+		if w := call(fmt.Sprintf("random-%d", i), "192.0.2.1"); w.Code == http.StatusTooManyRequests {
+			limited = w
+			break
+		}
+	}
+	if limited == nil || limited.Header().Get("Retry-After") == "" {
+		t.Fatalf("20 random tokens from one source were all checked (%d card service calls)", meCalls.Load())
+	}
+	if n := meCalls.Load(); n > 11 {
+		t.Errorf("one source had %d tokens checked in a burst, want at most 11", n)
+	}
+	if w := call(sb.DemoToken(), "192.0.2.2"); w.Code != http.StatusOK {
+		t.Fatalf("another source's good token: %d", w.Code)
+	}
+	clock.Advance(DefaultRefusedTTL)
+	before := meCalls.Load()
+	call("not-a-token", "192.0.2.3")
+	if meCalls.Load() != before+1 {
+		t.Errorf("a refused token is asked again once its refusal has expired")
 	}
 }

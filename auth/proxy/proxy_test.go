@@ -896,3 +896,58 @@ func TestAuthenticateWhileTheStoreFailsOver(t *testing.T) {
 		t.Errorf("the grant gone: %+v, want 401", f)
 	}
 }
+
+// TestRevocationNotUndoneByPutBack: a revoked access token whose record (copied before the
+// revocation) is put back in the store stays revoked; so do the tokens of a revoked grant whose
+// records are all put back.
+func TestRevocationNotUndoneByPutBack(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ctx := context.Background()
+	c := e.register("PutBack", "http://127.0.0.1:9/cb")
+	access, refresh := c.signIn()
+	copyOf := func(key string) []byte {
+		raw, err := e.kv.Get(ctx, key)
+		if err != nil {
+			t.Fatalf("copy %s: %v", key, err)
+		}
+		return raw
+	}
+	accessKey := keySecret + oauthserver.Digest(access)
+	saved := copyOf(accessKey)
+	resp, err := http.PostForm(e.url+"/revoke", url.Values{"token": {access}, "client_id": {c.id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if err := e.kv.Set(ctx, accessKey, saved, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, _ := e.mcpCall(access, "", initBody); status != 401 {
+		t.Fatalf("a revoked access token put back: %d, want 401", status)
+	}
+
+	status, tok := c.refresh(refresh)
+	if status != 200 {
+		t.Fatalf("refresh: %d %v", status, tok)
+	}
+	access, refresh = tok["access_token"].(string), tok["refresh_token"].(string)
+	g := onlyGrant(t, e)
+	keys := []string{keySecret + oauthserver.Digest(access), keySecret + oauthserver.Digest(refresh), keyGrant + g.ID}
+	copies := map[string][]byte{}
+	for _, k := range keys {
+		copies[k] = copyOf(k)
+	}
+	resp, _ = http.PostForm(e.url+"/revoke", url.Values{"token": {refresh}, "client_id": {c.id}})
+	resp.Body.Close()
+	for k, v := range copies {
+		if err := e.kv.Set(ctx, k, v, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if status, _, _ := e.mcpCall(access, "", initBody); status != 401 {
+		t.Errorf("an access token of a revoked grant, its records put back: %d, want 401", status)
+	}
+	if status, _ := c.refresh(refresh); status != 400 {
+		t.Errorf("a refresh token of a revoked grant, its records put back: %d, want 400", status)
+	}
+}

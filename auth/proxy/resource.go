@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -59,7 +60,8 @@ func HTTPContext(ctx context.Context, r *http.Request) context.Context {
 
 // authFailure is why a request was not authenticated.
 type authFailure struct {
-	status int    // 401, or 503 when the card service could not be asked
+	status int    // 401, 429 when the source checks too many tokens, or 503 when the card service could not be asked
+	retry  int    // with 429: Retry-After, in seconds
 	token  bool   // a token was sent (the challenge then says invalid_token)
 	reason string // for the log and error_description
 }
@@ -190,6 +192,9 @@ func (rs *resourceServer) challenge(w http.ResponseWriter, r *http.Request, f *a
 	}
 	if f.status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", c)
+	}
+	if f.retry > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(f.retry))
 	}
 	w.Header().Set("Access-Control-Expose-Headers", "WWW-Authenticate")
 	if f.token {

@@ -28,13 +28,19 @@ const (
 // source names where a request comes from: its remote address, or behind a trusted reverse
 // proxy the address X-Forwarded-For names (the rightmost one that is not itself a trusted
 // proxy); IPv6 addresses by their /64, what one subscriber usually holds.
-func (s *Server) source(r *http.Request) string {
+func (s *Server) source(r *http.Request) string { return requestSource(r, s.opts.TrustedProxies) }
+
+// requestSource is Server.source with the trusted reverse proxies given.
+func requestSource(r *http.Request, trusted []netip.Prefix) string {
+	isTrusted := func(a netip.Addr) bool {
+		return slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(a) })
+	}
 	ap, err := netip.ParseAddrPort(r.RemoteAddr)
 	if err != nil {
 		return "unknown"
 	}
 	addr := ap.Addr().Unmap()
-	if s.trusted(addr) {
+	if isTrusted(addr) {
 		hops := strings.Split(strings.Join(r.Header.Values("X-Forwarded-For"), ","), ",")
 		for _, h := range slices.Backward(hops) {
 			a, err := netip.ParseAddr(strings.TrimSpace(h))
@@ -42,7 +48,7 @@ func (s *Server) source(r *http.Request) string {
 				break
 			}
 			addr = a.Unmap()
-			if !s.trusted(addr) {
+			if !isTrusted(addr) {
 				break
 			}
 		}
@@ -52,10 +58,6 @@ func (s *Server) source(r *http.Request) string {
 		return p.String()
 	}
 	return addr.String()
-}
-
-func (s *Server) trusted(a netip.Addr) bool {
-	return slices.ContainsFunc(s.opts.TrustedProxies, func(p netip.Prefix) bool { return p.Contains(a) })
 }
 
 // admission is the list of what one source made the server keep, oldest first.

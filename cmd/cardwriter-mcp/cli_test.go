@@ -32,9 +32,48 @@ func TestHelpOnStdout(t *testing.T) {
 	if stdout, stderr, err := runCLI(t, env, "--help"); err != nil || !strings.Contains(stdout, "Commands:") || stderr != "" {
 		t.Errorf("--help: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
+	// A mistyped flag: its error, the synopsis and where the rest is, not every flag's help.
 	stdout, stderr, err := runCLI(t, env, "import", "--no-such-flag")
-	if err == nil || stdout != "" || !strings.Contains(stderr, "Usage: cardwriter-mcp import") {
+	if err == nil || stdout != "" || !strings.Contains(stderr, "not defined: -no-such-flag") ||
+		!strings.Contains(stderr, "Usage: cardwriter-mcp import") || !strings.Contains(stderr, "'cardwriter-mcp import --help'") ||
+		strings.Count(stderr, "\n") > 3 {
 		t.Errorf("a bad flag: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+	}
+}
+
+// TestHelpShowsKinds: a boolean flag shows no value, a valued one its kind; defaults read as
+// what they are (--result-budget's is its number); no internal variable shows; the top-level
+// help says which flags a variable sets, not that every one has one.
+func TestHelpShowsKinds(t *testing.T) {
+	t.Parallel()
+	out, err := exec.Command(binPath, "stdio", "--help").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	help := string(out)
+	for _, want := range []string{"\n  --sandbox\n", "\n  --read-only\n", "\n  --api-host string\n", "\n  --drain-timeout duration\n",
+		"\n  --result-budget int\n", "(default 10000)", `(default "info")`, "(default 30s)"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("stdio --help lacks %q:\n%s", want, help)
+		}
+	}
+	for _, bad := range []string{`(default "0")`, "pages fit it (0:", "CARDWRITER_BENCH"} {
+		if strings.Contains(help, bad) {
+			t.Errorf("stdio --help shows %q:\n%s", bad, help)
+		}
+	}
+	top, _ := exec.Command(binPath, "--help").Output()
+	if strings.Contains(string(top), "Every flag") || !strings.Contains(string(top), "[env CARDWRITER_<FLAG>]") {
+		t.Errorf("top-level help:\n%s", top)
+	}
+	// Every flag the help shows without a variable is one the top-level help's rule covers:
+	// a command-line-only flag (none of the serving commands' flags).
+	for _, c := range []string{"stdio", "http", "sandbox", "login"} {
+		for _, f := range readHelp(t, c).flags {
+			if f.env == "" {
+				t.Errorf("%s %s has no environment variable", c, f.name)
+			}
+		}
 	}
 }
 
@@ -51,7 +90,7 @@ func TestHelpNamesWhatEachCommandReads(t *testing.T) {
 			[]string{"--toolsets", "--tools", "--read-only", "--audit-log", "CARDWRITER_JSON"}},
 		{"doctor", []string{"--api-host", "--contract", "CARDWRITER_TOKEN", "CARDWRITER_CONFIG_DIR"},
 			[]string{"--toolsets", "--audit-log", "--log-level", "--read-only"}},
-		{"export", []string{"\n  -o\n", "--contract", "CARDWRITER_CONTRACT", "CARDWRITER_TOKEN", "cli-sandbox.json"},
+		{"export", []string{"\n  -o string\n", "--contract", "CARDWRITER_CONTRACT", "CARDWRITER_TOKEN", "cli-sandbox.json"},
 			[]string{"--o\n", "CARDWRITER_O]", "CARDWRITER_OUTPUT", "CARDWRITER_FORMAT"}},
 		{"export-worldbook", []string{"--contract", "CARDWRITER_TOKEN"}, []string{"CARDWRITER_O]"}},
 		{"import", []string{"--contract", "--client-key", "CARDWRITER_TOKEN"}, []string{"CARDWRITER_CLIENT_KEY", "CARDWRITER_MODE"}},

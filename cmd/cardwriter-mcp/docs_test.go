@@ -35,8 +35,8 @@ type helpOf struct {
 }
 
 var (
-	helpFlagLine  = regexp.MustCompile(`^  (--?[a-z0-9-]+)$`)
-	helpUsageLine = regexp.MustCompile(`^      (.*?)(?: \(default "(.*)"\))?(?: \[env ([A-Z0-9_]+)\])?$`)
+	helpFlagLine  = regexp.MustCompile(`^  (--?[a-z0-9-]+)(?: [a-z]+)?$`)
+	helpUsageLine = regexp.MustCompile(`^      (.*?)(?: \(default (?:"(.*)"|([^" ]+))\))?(?: \[env ([A-Z0-9_]+)\])?$`)
 )
 
 // readHelp runs `cardwriter-mcp command --help` and reads it.
@@ -69,7 +69,7 @@ func readHelp(t *testing.T, command string) helpOf {
 		if u == nil {
 			t.Fatalf("%s --help: no usage line after %s: %q", command, m[1], lines[i+1])
 		}
-		h.flags = append(h.flags, helpEntry{name: m[1], usage: u[1], def: u[2], env: u[3]})
+		h.flags = append(h.flags, helpEntry{name: m[1], usage: u[1], def: u[2] + u[3], env: u[4]})
 		i++
 	}
 	return h
@@ -233,30 +233,91 @@ func slug(heading string) string {
 // foreignFlags are the flags the docs name of other programs (the hosts, the Inspector).
 var foreignFlags = map[string]bool{"--strict": true, "--allowedTools": true, "--transport": true, "--env": true, "--help": true}
 
-// TestDocsNameOnlyRealFlags: every flag the README and docs/ name in code is one a command of
-// the binary takes (a flag renamed or dropped leaves no page that still tells of it).
+// TestDocsNameOnlyRealFlags: every flag the README and docs/ name is one the binary takes (a flag
+// renamed or dropped leaves no page that still tells of it): a code span that is a flag, and in
+// code spans and fenced blocks every flag after `cardwriter-mcp COMMAND` (one that command takes)
+// and in a host configuration's "args" list.
 func TestDocsNameOnlyRealFlags(t *testing.T) {
 	t.Parallel()
 	known := map[string]bool{}
+	byCommand := map[string]map[string]bool{}
 	for _, c := range commands() {
+		byCommand[c.name] = map[string]bool{}
 		for _, f := range readHelp(t, c.name).flags {
 			known[f.name] = true
+			byCommand[c.name][f.name] = true
 		}
 	}
 	pages, err := filepath.Glob("../../docs/*.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	named := regexp.MustCompile("`(--[a-zA-Z0-9-]+)")
 	for _, page := range append(pages, "../../README.md") {
 		data, err := os.ReadFile(page)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, m := range named.FindAllStringSubmatch(string(data), -1) {
-			if !known[m[1]] && !foreignFlags[m[1]] {
-				t.Errorf("%s names %s, which no command takes", page, m[1])
+		for _, u := range flagUses(string(data)) {
+			switch {
+			case u.command != "" && byCommand[u.command] == nil:
+				t.Errorf("%s: %q names the command %s, which does not exist", page, u.code, u.command)
+			case u.command != "" && !byCommand[u.command][u.flag]:
+				t.Errorf("%s: %q gives %s %s, which it does not take", page, u.code, u.command, u.flag)
+			case u.command == "" && !known[u.flag] && !foreignFlags[u.flag]:
+				t.Errorf("%s: %q names %s, which no command takes", page, u.code, u.flag)
 			}
 		}
 	}
+}
+
+// flagUse is a flag a page names: in the code (a line of a fenced block, or a code span), after
+// `cardwriter-mcp COMMAND` (command set), or on its own or in an "args" list (command "").
+type flagUse struct {
+	code, command, flag string
+}
+
+var (
+	fencedBlock = regexp.MustCompile("(?s)```[a-z]*\n(.*?)```")
+	codeSpan    = regexp.MustCompile("`([^`\n]+)`")
+	longFlag    = regexp.MustCompile(`(?:^|[\s"\[])(--[a-zA-Z0-9][a-zA-Z0-9-]*)`)
+	argsList    = regexp.MustCompile(`"args":\s*\[([^\]]*)\]`)
+	commandWord = regexp.MustCompile(`^[a-z][a-z-]*$`)
+)
+
+// flagUses finds the flags a Markdown page names in its code.
+func flagUses(page string) []flagUse {
+	var codes []string
+	for _, m := range fencedBlock.FindAllStringSubmatch(page, -1) {
+		codes = append(codes, strings.Split(m[1], "\n")...)
+	}
+	outside := fencedBlock.ReplaceAllString(page, "")
+	for _, m := range codeSpan.FindAllStringSubmatch(outside, -1) {
+		codes = append(codes, m[1])
+	}
+	var uses []flagUse
+	for _, code := range codes {
+		if strings.HasPrefix(code, "--") { // a flag on its own: `--sandbox`, `--result-budget 0`
+			uses = append(uses, flagUse{code: code, flag: longFlag.FindStringSubmatch(code)[1]})
+			continue
+		}
+		for _, m := range argsList.FindAllStringSubmatch(code, -1) {
+			for _, f := range longFlag.FindAllStringSubmatch(m[1], -1) {
+				uses = append(uses, flagUse{code: code, flag: f[1]})
+			}
+		}
+		for _, piece := range strings.FieldsFunc(code, func(r rune) bool { return strings.ContainsRune("|;&()", r) }) {
+			_, after, ok := strings.Cut(piece, "cardwriter-mcp ")
+			if !ok {
+				continue
+			}
+			words := strings.Fields(after)
+			if len(words) == 0 || !commandWord.MatchString(words[0]) {
+				continue
+			}
+			for _, f := range longFlag.FindAllStringSubmatch(after, -1) {
+				uses = append(uses, flagUse{code: code, command: words[0], flag: f[1]})
+			}
+		}
+	}
+	return uses
 }

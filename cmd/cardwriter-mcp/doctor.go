@@ -70,12 +70,22 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		add(doctorCheck{name: "card service", result: "no --api-host (or CARDWRITER_API_HOST)", fix: "give the card service's address, or use --sandbox to try it offline"})
 		return printDoctor(stdout, checks)
 	default:
+		if _, err := auth.Resource(f.apiHost); err != nil && !strings.Contains(err.Error(), "no path") {
+			add(doctorCheck{name: "card service", result: strings.TrimPrefix(err.Error(), "upstream: "),
+				fix: "use --api-host " + upstream.SuggestAPIHost(f.apiHost)})
+			return printDoctor(stdout, checks)
+		}
 		if origin, ok := serviceOrigin(f.apiHost); !ok {
 			add(doctorCheck{name: "card service", result: f.apiHost + " is not an origin (scheme://host[:port]); the API's /open/v1 is added for you",
 				fix: "use --api-host " + origin})
 			return printDoctor(stdout, checks)
 		}
-		add(reachable(ctx, f.apiHost))
+		if c := reachable(ctx, f.apiHost); !c.ok {
+			add(c)
+			return printDoctor(stdout, checks) // the sign-in and the token cannot be tried
+		} else {
+			add(c)
+		}
 		if os.Getenv("CARDWRITER_TOKEN") != "" {
 			add(doctorCheck{name: "sign-in", result: "CARDWRITER_TOKEN is set; it is used instead of a saved sign-in", ok: true})
 		} else if c := savedSignInCheck(ctx, f.apiHost); !c.ok {
@@ -113,7 +123,11 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	case errors.As(err, &apiErr) && (apiErr.Status == http.StatusNotFound || apiErr.Status == http.StatusMethodNotAllowed):
 		add(doctorCheck{name: name, result: "not checked: the identity operation is missing here; the first call checks it", ok: true})
 	case errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized:
-		add(doctorCheck{name: name, result: "refused: " + apiErr.Message, fix: "run `cardwriter-mcp login --api-host " + f.apiHost + "` (or set a valid CARDWRITER_TOKEN)"})
+		fix := "run `cardwriter-mcp login --api-host " + f.apiHost + "` (or set a valid CARDWRITER_TOKEN)"
+		if os.Getenv("CARDWRITER_TOKEN") != "" {
+			fix = "unset CARDWRITER_TOKEN (then the saved sign-in is used), or set it to a valid access token"
+		}
+		add(doctorCheck{name: name, result: "refused: " + apiErr.Message, fix: fix})
 	default:
 		add(doctorCheck{name: name, result: "no answer: " + err.Error(), fix: "check the address and your network; `cardwriter-mcp probe` shows more"})
 	}
@@ -129,7 +143,7 @@ func reachable(ctx context.Context, apiHost string) doctorCheck {
 	}
 	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
 	if err != nil {
-		return doctorCheck{name: "card service", result: apiHost + " does not answer", fix: "check the address, and that this machine reaches it"}
+		return doctorCheck{name: "card service", result: unreachable(apiHost, err).Error(), fix: "check the address (scheme, host and port), and that this machine reaches it"}
 	}
 	resp.Body.Close()
 	switch {

@@ -5,7 +5,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -25,14 +27,20 @@ func runDoctorBinary(t *testing.T, args []string, env ...string) (string, int) {
 	return out.String(), 0
 }
 
-func TestDoctor(t *testing.T) {
-	t.Parallel()
+// deadAddress is the address of a loopback port nothing listens on (any more).
+func deadAddress(t *testing.T) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead := "http://" + ln.Addr().String()
-	ln.Close()
+	defer ln.Close()
+	return "http://" + ln.Addr().String()
+}
+
+func TestDoctor(t *testing.T) {
+	t.Parallel()
+	dead := deadAddress(t)
 	host, token := standIn(t, nil)
 	notFound := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(notFound.Close)
@@ -44,8 +52,12 @@ func TestDoctor(t *testing.T) {
 		want []string
 	}{
 		{"the sandbox", []string{"--sandbox"}, nil, 0, []string{"ok   sandbox", "accepted: signed in as", "All checks passed."}},
-		{"a dead address", []string{"--api-host", dead}, nil, 1, []string{"FAIL card service", "does not answer", "FAIL sign-in", "cardwriter-mcp login --api-host " + dead}},
-		{"a token the service refuses", []string{"--api-host", host}, []string{"CARDWRITER_TOKEN=wrong"}, 1, []string{"ok   card service", "FAIL token", "refused"}},
+		// A dead address is a wrong address, not a missing sign-in: no login advice.
+		{"a dead address", []string{"--api-host", dead}, nil, 1, []string{"FAIL card service", "cannot reach the card service at " + dead, "connection refused", "fix: check the address"}},
+		// No scheme: the address to give, and no Go parse error.
+		{"no scheme", []string{"--api-host", strings.TrimPrefix(dead, "http://")}, nil, 1, []string{"FAIL card service", "has no scheme", "fix: use --api-host " + dead + "\n"}},
+		{"a token the service refuses", []string{"--api-host", host}, []string{"CARDWRITER_TOKEN=wrong"}, 1, []string{"ok   card service", "FAIL token", "refused",
+			"The token in CARDWRITER_TOKEN was refused by " + host, "fix: unset CARDWRITER_TOKEN"}},
 		{"a token it takes", []string{"--api-host", host}, []string{"CARDWRITER_TOKEN=" + token}, 0, []string{"ok   token", "All checks passed.",
 			"ok   identity", "local profile's", "Identity operation getMe (GET /me, a guess) answers"}},
 		{"no address", nil, nil, 1, []string{"FAIL card service", "--sandbox"}},
@@ -75,6 +87,58 @@ func TestDoctor(t *testing.T) {
 			}
 			if strings.Contains(out, token) {
 				t.Error("the token was printed")
+			}
+			if tt.name == "a dead address" || tt.name == "no scheme" {
+				for _, bad := range []string{"login", "parse ", "FAIL sign-in"} {
+					if strings.Contains(out, bad) {
+						t.Errorf("a wrong address is answered with %q:\n%s", bad, out)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestWrongAddress: a wrong port is a wrong address, said as one (import does not say "not
+// signed in", login prints no raw "dial tcp"), and an address without a scheme is answered with
+// a valid one to copy.
+func TestWrongAddress(t *testing.T) {
+	t.Parallel()
+	dead := deadAddress(t)
+	dir := t.TempDir()
+	card := filepath.Join(dir, "c.json")
+	if err := os.WriteFile(card, []byte(`{"name":"A","first_mes":"b"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := cleanEnv("CARDWRITER_CONFIG_DIR=" + dir)
+	tests := []struct {
+		name  string
+		args  []string
+		want  []string
+		never []string
+	}{
+		{"import, a wrong port", []string{"import", card, "--api-host", dead}, []string{"cannot reach the card service at " + dead, "connection refused"}, []string{"not signed in", "login"}},
+		{"export, a wrong port", []string{"export", "1", "-o", filepath.Join(dir, "o.json"), "--api-host", dead}, []string{"cannot reach the card service at " + dead}, []string{"not signed in"}},
+		{"login, a wrong port", []string{"login", "--no-browser", "--api-host", dead}, []string{"cannot reach the card service at " + dead, "check --api-host"}, []string{"dial tcp"}},
+		{"login, no scheme", []string{"login", "--no-browser", "--api-host", strings.TrimPrefix(dead, "http://")}, []string{"e.g. " + dead}, []string{"dial tcp", "not a valid URL"}},
+		{"import, no scheme", []string{"import", card, "--api-host", "cards.example.org"}, []string{"e.g. https://cards.example.org"}, []string{"parse "}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			o, e, err := runCLI(t, env, tt.args...)
+			if err == nil {
+				t.Fatalf("succeeded:\n%s%s", o, e)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(o+e, w) {
+					t.Errorf("lacks %q:\n%s%s", w, o, e)
+				}
+			}
+			for _, w := range tt.never {
+				if strings.Contains(o+e, w) {
+					t.Errorf("says %q:\n%s%s", w, o, e)
+				}
 			}
 		})
 	}

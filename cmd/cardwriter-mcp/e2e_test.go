@@ -17,6 +17,7 @@ import (
 	"image/png"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -455,6 +456,10 @@ func TestHTTPHardening(t *testing.T) {
 
 func TestCommandLine(t *testing.T) {
 	t.Parallel()
+	// A card service that answers (with no sign-in saved for it): a missing sign-in, not an
+	// unreachable address.
+	answers := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(answers.Close)
 	tests := []struct {
 		name    string
 		args    []string
@@ -470,7 +475,7 @@ func TestCommandLine(t *testing.T) {
 		{"unknown command", []string{"fly"}, nil, true, "unknown command"},
 		{"no api host", []string{"stdio"}, nil, true, "--api-host"},
 		{"no sign-in: serves, answering how to sign in", []string{"stdio", "--api-host", "https://api.example.com"}, nil, false, "serving without a sign-in"},
-		{"no sign-in, CLI: says how", []string{"export", "r_1", "-o", "-", "--api-host", "https://api.example.com"}, nil, true, "CARDWRITER_TOKEN"},
+		{"no sign-in, CLI: says how", []string{"export", "r_1", "-o", "-", "--api-host", answers.URL}, nil, true, "CARDWRITER_TOKEN"},
 		{"unknown toolset", []string{"stdio", "--sandbox", "--toolsets", "nope"}, nil, true, "nope"},
 		{"bad env value", []string{"stdio", "--sandbox"}, []string{"CARDWRITER_READ_ONLY=maybe"}, true, "CARDWRITER_READ_ONLY"},
 		{"bad log level", []string{"stdio", "--sandbox", "--log-level", "loud"}, nil, true, "--log-level"},

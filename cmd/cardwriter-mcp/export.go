@@ -56,6 +56,8 @@ func (x exporter) run(ctx context.Context, args []string, stdout, stderr io.Writ
 	}
 	var format string
 	cliOnlyString(fs, &format, "format", "", help+")")
+	overwrite := cliOnlyBool(fs, "overwrite", "replace the -o file when it exists (as the tool's overwrite argument); without it an existing file is left alone")
+	fs.Var(cliOnly{(*boolValue)(overwrite)}, "f", "the same as --overwrite")
 	pos, err := parseWithPositional(fs, args, 1)
 	if err != nil {
 		return helpOK(err)
@@ -67,6 +69,11 @@ func (x exporter) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		fmt.Fprintf(stderr, "%s needs -o FILE (or -o - for stdout)\n", x.command)
 		fs.Usage()
 		return errUsage
+	}
+	if out != "-" && !*overwrite {
+		if _, err := os.Lstat(out); err == nil {
+			return fmt.Errorf("%s exists: give --overwrite (or -f) to replace it, or another -o FILE", out)
+		}
 	}
 	if format == "" {
 		format = x.formats[0]
@@ -112,9 +119,30 @@ func (x exporter) run(ctx context.Context, args []string, stdout, stderr io.Writ
 			return err
 		}
 		summary = stderr
-	} else if err := os.WriteFile(out, data, 0o644); err != nil {
+	} else if err := writeOut(out, data, *overwrite); err != nil {
 		return err
 	}
 	_, err = fmt.Fprintln(summary, firstText(res))
 	return err
+}
+
+// writeOut writes the exported file; without overwrite it never replaces a file, even one
+// that appeared while the export ran.
+func writeOut(path string, data []byte, overwrite bool) error {
+	flags := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if !overwrite {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	}
+	f, err := os.OpenFile(path, flags, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("%s exists: give --overwrite (or -f) to replace it, or another -o FILE", path)
+	}
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }

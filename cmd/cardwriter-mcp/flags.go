@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // envPrefix starts the environment variable that backs each flag.
@@ -30,18 +31,16 @@ func newFlagSet(name, synopsis string, stdout, stderr io.Writer, env ...string) 
 	fs.Var(help, "help", "show this help")
 	fs.Var(help, "h", "show this help")
 	fs.Usage = func() {
-		w := fs.Output()
-		if help.asked {
-			w = stdout
+		if !help.asked {
+			// A usage mistake: its error is printed already; one line says where the rest is.
+			fmt.Fprintf(fs.Output(), "Usage: cardwriter-mcp %s\nRun 'cardwriter-mcp %s --help' for every flag.\n", synopsis, name)
+			return
 		}
+		w := stdout
 		fmt.Fprintf(w, "Usage: cardwriter-mcp %s\n\nFlags:\n", synopsis)
 		fs.VisitAll(func(f *flag.Flag) {
 			if _, ok := f.Value.(*helpFlag); ok {
 				return
-			}
-			def := ""
-			if f.DefValue != "" && f.DefValue != "false" {
-				def = fmt.Sprintf(" (default %q)", f.DefValue)
 			}
 			dash := "--"
 			if len(f.Name) == 1 {
@@ -51,7 +50,7 @@ func newFlagSet(name, synopsis string, stdout, stderr io.Writer, env ...string) 
 			if !isCLIOnly(f) {
 				envNote = " [env " + envName(f.Name) + "]"
 			}
-			fmt.Fprintf(w, "  %s%s\n      %s%s%s\n", dash, f.Name, f.Usage, def, envNote)
+			fmt.Fprintf(w, "  %s%s%s\n      %s%s%s\n", dash, f.Name, valueName(f), f.Usage, defaultNote(f), envNote)
 		})
 		if len(env) > 0 {
 			fmt.Fprintln(w, "\nEnvironment:")
@@ -61,6 +60,56 @@ func newFlagSet(name, synopsis string, stdout, stderr io.Writer, env ...string) 
 		}
 	}
 	return fs
+}
+
+// isBool reports a flag that takes no value (--sandbox, not --sandbox true).
+func isBool(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// valueName is what the help shows after a flag that takes a value (" string", " duration"),
+// and nothing after a boolean one, so that the two kinds look different.
+func valueName(f *flag.Flag) string {
+	if isBool(f) {
+		return ""
+	}
+	v := f.Value
+	if c, ok := v.(cliOnly); ok {
+		v = c.Value
+	}
+	switch v.(type) {
+	case *listFlag:
+		return " list"
+	case *stringValue:
+		return " string"
+	}
+	if g, ok := v.(flag.Getter); ok {
+		switch g.Get().(type) {
+		case string:
+			return " string"
+		case time.Duration:
+			return " duration"
+		case int, int64, uint, uint64:
+			return " int"
+		case float64:
+			return " number"
+		}
+	}
+	return " value"
+}
+
+// defaultNote is the help's "(default ...)": quoted for a string, bare for a number, a duration
+// or a boolean that is on by default, and absent for an empty string, zero or false.
+func defaultNote(f *flag.Flag) string {
+	switch d := f.DefValue; {
+	case d == "" || d == "false" || (d == "0" && valueName(f) == " int"):
+		return ""
+	case valueName(f) == " string":
+		return fmt.Sprintf(" (default %q)", d)
+	default:
+		return " (default " + d + ")"
+	}
 }
 
 // helpFlag is --help and -h: asking for help prints the usage on stdout.
@@ -169,7 +218,6 @@ const (
 	envConfigDir    = "CARDWRITER_CONFIG_DIR        the folder of the saved sign-in and the kept-aside tavern data (default: <user config dir>/cardwriter-mcp)"
 	envSandboxToken = "CARDWRITER_SANDBOX_TOKEN     with --sandbox: the demo user's access token (default: random, printed at start by http)"
 	envOTel         = "OTEL_EXPORTER_OTLP_ENDPOINT  send traces of the tool calls and card service calls there (OpenTelemetry; OTEL_* variables apply)"
-	envBench        = "CARDWRITER_BENCH_CPUPROFILE  for the benchmark harness: SIGUSR1 starts a CPU profile into this file, SIGUSR2 ends it"
 )
 
 // errHelp reports that --help was asked for and answered.

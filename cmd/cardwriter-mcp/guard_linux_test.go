@@ -48,17 +48,56 @@ func rawPost(t *testing.T, addr string, n int64, header string) net.Conn {
 	return c
 }
 
+// bytesRead is how many bytes the process pid has read so far, from files and sockets alike
+// (rchar of /proc/PID/io).
+func bytesRead(t *testing.T, pid int) int64 {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		t.Skipf("no /proc/PID/io to count the bytes the server reads: %v", err)
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "rchar:"); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no rchar in /proc/PID/io")
+	return 0
+}
+
 // TestHTTPUnauthenticatedBodyNotRead sends several bodies just under --max-body-bytes without a
-// token, all at once: each gets 401 and its connection is closed with its body unread, and the
-// server's peak memory stays near its idle size (before, each body was read whole first: about
-// 90 MiB each).
+// token. At once: with none of its body sent, each request is answered 401 within 5 seconds (a
+// server waiting for the body answers at --body-timeout, a minute). Unread: with the bodies sent as fast as the
+// server takes them, each gets 401 and its connection is closed, and the server has read a few
+// kilobytes per request, not the 240 MiB sent (bytes read, from /proc/PID/io: a server that
+// reads and discards a body keeps its memory flat but not its reads); its peak memory stays
+// near its idle size (before, each body was read whole first: about 90 MiB each).
 func TestHTTPUnauthenticatedBodyNotRead(t *testing.T) {
 	t.Parallel()
 	p, urls := startProcess(t, nil, []string{"http", "--auth", "passthrough", "--api-host", "http://127.0.0.1:9", "--addr", "127.0.0.1:0",
-		"--state-dir", t.TempDir()}, `MCP endpoint: (http://\S+)/mcp`)
+		"--state-dir", t.TempDir(), "--body-timeout", "1m"}, `MCP endpoint: (http://\S+)/mcp`)
 	addr := strings.TrimPrefix(urls[0], "http://")
-	before := peakRSS(t, p.cmd.Process.Pid)
 	const bodies, size = 6, 40 << 20
+	for i := range bodies {
+		c := rawPost(t, addr, size, "")
+		// The answer is due with no body byte sent: a server waiting for the body answers at
+		// --body-timeout (a minute), far past this deadline.
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("request %d, its body not sent: no answer at once (the server waits for the body?): %v", i, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("request %d, its body not sent: status %d, want 401", i, resp.StatusCode)
+		}
+		c.Close()
+	}
+	before, readBefore := peakRSS(t, p.cmd.Process.Pid), bytesRead(t, p.cmd.Process.Pid)
 	chunk := make([]byte, 1<<20)
 	var wg sync.WaitGroup
 	statuses := make([]int, bodies)
@@ -94,8 +133,12 @@ func TestHTTPUnauthenticatedBodyNotRead(t *testing.T) {
 			t.Errorf("request %d: status %d, want 401", i, s)
 		}
 	}
+	read := bytesRead(t, p.cmd.Process.Pid) - readBefore
 	peak := peakRSS(t, p.cmd.Process.Pid)
-	t.Logf("peak RSS: %d MiB before, %d MiB after %d unauthenticated bodies of %d MiB", before>>20, peak>>20, bodies, size>>20)
+	t.Logf("read %d KiB for %d unauthenticated bodies of %d MiB; peak RSS: %d MiB before, %d MiB after", read>>10, bodies, size>>20, before>>20, peak>>20)
+	if read > bodies*(64<<10) {
+		t.Errorf("the server read %d KiB for %d unauthenticated requests whose bodies it must not read", read>>10, bodies)
+	}
 	if peak-before > 32<<20 {
 		t.Errorf("the server's peak memory grew by %d MiB for unauthenticated bodies it must not read", (peak-before)>>20)
 	}
@@ -129,10 +172,11 @@ func TestHTTPSlowBodyCutOff(t *testing.T) {
 }
 
 // TestHTTPConnectionLimit holds --max-connections connections open without a request: the next
-// one is answered 503 at once, and a request on one of those held is still served.
+// one is answered 503 at once, and a request on one of those held is still served (idle a moment
+// only, it keeps its place). One source may hold them all here (--source-connections).
 func TestHTTPConnectionLimit(t *testing.T) {
 	t.Parallel()
-	_, urls := startProcess(t, nil, []string{"http", "--sandbox", "--addr", "127.0.0.1:0", "--max-connections", "2"},
+	_, urls := startProcess(t, nil, []string{"http", "--sandbox", "--addr", "127.0.0.1:0", "--max-connections", "2", "--source-connections", "2"},
 		`MCP endpoint: (http://\S+)/mcp`)
 	addr := strings.TrimPrefix(urls[0], "http://")
 	var held []net.Conn

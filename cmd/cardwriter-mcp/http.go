@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -21,9 +24,11 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/connlimit"
 	"github.com/cardwriter/cardwriter-mcp/internal/metrics"
 	"github.com/cardwriter/cardwriter-mcp/internal/msglimit"
+	"github.com/cardwriter/cardwriter-mcp/internal/quota"
 	"github.com/cardwriter/cardwriter-mcp/internal/reclaim"
 	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
+	"github.com/cardwriter/cardwriter-mcp/internal/sealed"
 	"github.com/cardwriter/cardwriter-mcp/internal/sessions"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
@@ -34,23 +39,32 @@ import (
 // MCP sessions and their events): --store when set (Redis for several replicas); else the
 // embedded file in the state directory, into which an earlier version's files are imported;
 // memory only beside an in-memory sandbox, whose cards a restart loses anyway.
-func openStore(ctx context.Context, spec string, f *serverFlags, af *httpAuthFlags, mode, pub string, logger *slog.Logger) (store.KV, error) {
+//
+// It returns the store twice: raw, and sealed (the records users' data or authority rest on
+// carry a MAC under the seal key; see sealStore).
+func openStore(ctx context.Context, spec string, f *serverFlags, af *httpAuthFlags, mode, pub string, logger *slog.Logger) (raw, kv store.KV, err error) {
 	if spec == "" && f.sandbox && f.sandboxData == "" {
-		return store.NewMemory(), nil
+		raw = store.NewMemory()
+		kv, err = sealStore(raw, af, mode, pub, "", true, logger)
+		return raw, kv, err
 	}
 	dir := ""
 	if spec == "" {
 		var err error
 		if dir, err = af.stateDirectory(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
-	kv, err := store.Open(spec, dir)
+	raw, err = store.Open(spec, dir)
 	if err != nil {
-		return nil, fmt.Errorf("--store: %w", err)
+		return nil, nil, fmt.Errorf("--store: %w", err)
+	}
+	if kv, err = sealStore(raw, af, mode, pub, dir, spec == "memory:", logger); err != nil {
+		raw.Close()
+		return nil, nil, err
 	}
 	if dir == "" {
-		return kv, nil
+		return raw, kv, nil
 	}
 	var n int
 	if _, serr := os.Stat(filepath.Join(dir, proxy.StateFile)); serr == nil && mode == authProxy {
@@ -63,25 +77,61 @@ func openStore(ctx context.Context, spec string, f *serverFlags, af *httpAuthFla
 	}
 	if err == nil {
 		var m int
-		m, err = aside.ImportDir(ctx, filepath.Join(dir, "aside"), aside.NewKV(kv))
-		n += m
-	}
-	if err == nil {
-		// Revisions beside the embedded store are files, one per revision (revisions.NewDir):
-		// no transaction, index rewrite or disk sync of state.db per write.
-		f.revisionDir = filepath.Join(dir, revisionsDir)
-		var m int
-		m, err = revisions.ImportKV(ctx, kv, revisions.NewDir(f.revisionDir, f.keep), nil)
+		// Moved as they are: no quota refuses what was kept before there was one.
+		m, err = aside.ImportDir(ctx, filepath.Join(dir, "aside"), aside.NewKVWith(kv, aside.KVOptions{UserBytes: -1}))
 		n += m
 	}
 	if err != nil {
-		kv.Close()
-		return nil, err
+		raw.Close()
+		return nil, nil, err
 	}
 	if n > 0 {
 		logger.Info("moved an earlier version's state files into the store", "records", n, "store", kv.Name())
 	}
-	return kv, nil
+	return raw, kv, nil
+}
+
+// sealedPrefixes are the records sealed beside the OAuth proxy's own (grants, secrets, consents,
+// authorization requests, which carry their MAC in their JSON): revisions and trial shadows,
+// MCP sessions and their owners, exports, kept-aside data, the quotas' ledgers, revocations.
+var sealedPrefixes = append(revisions.Prefixes(), "mcp:session:", proxy.SessionOwnerPrefix, proxy.RevokedPrefix,
+	tools.ExportKeyPrefix, aside.KeyPrefix, quota.KeyPrefix)
+
+// sealStore returns kv with sealedPrefixes sealed under the seal key: derived from the state key
+// when one is given (--state-key, --state-key-file) or, in proxy mode, generated on a loopback
+// URL; else, for one server's embedded store, the state key generated beside it (the state
+// directory's state.key); for a store that dies with the process (memory), a random one. Replicas sharing
+// Redis must be given the state key.
+func sealStore(kv store.KV, af *httpAuthFlags, mode, pub, dir string, ephemeral bool, logger *slog.Logger) (store.KV, error) {
+	var key []byte
+	var err error
+	switch {
+	case af.stateKey != "" || af.keyFile != "" || mode == authProxy:
+		if key, _, err = af.stateKeys(pub, dir, logger); err != nil {
+			return nil, err
+		}
+	case ephemeral:
+		key = make([]byte, sealed.KeySize)
+		_, _ = rand.Read(key)
+	case dir == "":
+		return nil, errors.New("--store with Redis: the replicas seal the records users' data rests on (revisions, sessions, exports, kept-aside data) with one key: set --state-key (or CARDWRITER_STATE_KEY) or --state-key-file to the same key on each")
+	default:
+		if key, _, err = proxy.LoadKey("", dir); err != nil {
+			return nil, fmt.Errorf("the seal key: %w", err)
+		}
+	}
+	log := logger.With("component", "store")
+	return sealed.New(kv, sealed.Derive(key, "cardwriter-mcp store records"), func(k string) {
+		log.Warn("a store record failed its seal (written without the key, or moved): ignored", "prefix", keyPrefixOf(k))
+	}, sealedPrefixes...), nil
+}
+
+// keyPrefixOf is a store key's prefix up to its last colon, for logs (never an id).
+func keyPrefixOf(k string) string {
+	if i := strings.LastIndex(k, ":"); i >= 0 {
+		return k[:i+1]
+	}
+	return k
 }
 
 // httpProtocolVersions are the MCP revisions served over streamable HTTP, newest first.
@@ -122,7 +172,7 @@ const (
 )
 
 func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("http", "http [--addr 127.0.0.1:8080] [--api-host URL | --sandbox] [--auth proxy|passthrough|none] [--public-url URL] [flags]", stdout, stderr, envConfigDir, envSandboxToken, envOTel, envBench)
+	fs := newFlagSet("http", "http [--addr 127.0.0.1:8080] [--api-host URL | --sandbox] [--auth proxy|passthrough|none] [--public-url URL] [flags]", stdout, stderr, envConfigDir, envSandboxToken, envOTel)
 	var f serverFlags
 	f.register(fs)
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on; the MCP endpoint is /mcp")
@@ -131,6 +181,10 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	maxBody := fs.Int64("max-body-bytes", defaultMaxBody(), "largest MCP request body accepted from an authenticated client, in bytes (an unauthenticated request's body is never read)")
 	bodyTimeout := fs.Duration("body-timeout", defaultBodyTimeout, "the longest an MCP request body may take to arrive (a slower one gets 408 and its connection is closed)")
 	maxConns := fs.Int("max-connections", defaultMaxConnections, "connections open at once, all clients together (more are answered 503 and closed)")
+	sourceConns := fs.Int("source-connections", 0, "connections one source address may hold open at once (behind --trusted-proxies, the proxies are exempt); more from it are answered 503 (0: a quarter of --max-connections)")
+	keepAlive := fs.Duration("keep-alive-idle", connlimit.DefaultIdle, "how long an idle keep-alive connection stays open while under half of --max-connections are; it shortens to 1s as they fill, and an idle one gives way to a new connection when none is left")
+	asideTTL := fs.Duration("aside-ttl", aside.DefaultTTL, "how long what the card service cannot hold of an imported file (kept-aside data) is kept after its import, for exports to put back (negative: for good)")
+	asideUserBytes := fs.Int64("aside-user-bytes", aside.DefaultUserBytes, "the size of one user's kept-aside import data together, in bytes; an import past it is refused before anything is sent (negative: no limit)")
 	idle := fs.Duration("session-idle-ttl", 30*time.Minute, "end MCP sessions idle this long")
 	userSessions := fs.Int("user-sessions", defaultUserSessions, "MCP sessions one user may have open at once (more: 429 until one ends or expires idle; 0: no limit; none without authorization)")
 	initRate := fs.Float64("user-initialize-rate", 1, "new MCP sessions (initialize) one user may start per second, in bursts of ten times that (0: no limit; none without authorization)")
@@ -146,6 +200,9 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	af.register(fs)
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
+	}
+	if *sourceConns < 0 || *keepAlive <= 0 {
+		return fmt.Errorf("--source-connections must not be negative and --keep-alive-idle must be positive, got %d and %s", *sourceConns, *keepAlive)
 	}
 	if *maxBody <= 0 || *bodyTimeout <= 0 || *maxConns <= 0 {
 		return fmt.Errorf("--max-body-bytes, --body-timeout and --max-connections must be positive, got %d, %s and %d", *maxBody, *bodyTimeout, *maxConns)
@@ -198,6 +255,17 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		refused, limited = f.metrics.ConnectionRefused, f.metrics.Refused
 	}
 	ln := connlimit.Listen(tcp, *maxConns, refused)
+	proxies, err := af.trustedProxies()
+	if err != nil {
+		return err
+	}
+	if *sourceConns == 0 {
+		*sourceConns = max(1, *maxConns/4)
+	}
+	ln.SetSourceShare(*sourceConns, func(a netip.Addr) bool {
+		return slices.ContainsFunc(proxies, func(p netip.Prefix) bool { return p.Contains(a) })
+	})
+	ln.SetIdle(*keepAlive)
 	defer ln.Close()
 	base := "http://" + ln.Addr().String()
 	loopback := false
@@ -229,12 +297,12 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	kv, err := openStore(ctx, *storeSpec, &f, &af, mode, pub, setupLogger)
+	rawKV, kv, err := openStore(ctx, *storeSpec, &f, &af, mode, pub, setupLogger)
 	if err != nil {
 		return err
 	}
-	defer kv.Close()
-	if r, ok := kv.(*store.Redis); ok {
+	defer rawKV.Close()
+	if r, ok := rawKV.(*store.Redis); ok {
 		// Failures and failovers of Redis, counted and shown by /readyz.
 		var o store.Observer
 		if f.metrics != nil {
@@ -242,7 +310,11 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 		r.Observe(ctx, o)
 	}
-	f.tavern.aside = aside.NewKV(kv)
+	asideOpts := aside.KVOptions{TTL: *asideTTL, UserBytes: *asideUserBytes}
+	if f.metrics != nil {
+		asideOpts.Observer = f.metrics.Quota
+	}
+	f.tavern.aside = aside.NewKVWith(kv, asideOpts)
 	f.revisionStore = kv
 	f.sandboxRevisions = withSandbox
 	if mode == authNone {
@@ -314,10 +386,8 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	mux := http.NewServeMux()
 	mux.Handle(proxy.MCPPath, g)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
-	ready := &readiness{apiHost: f.apiHost, client: &http.Client{Timeout: 3 * time.Second}, store: kv}
-	if f.revisionDir != "" {
-		ready.revisions = f.revisions()
-	}
+	ready := &readiness{apiHost: f.apiHost, client: &http.Client{Timeout: 3 * time.Second}, store: rawKV}
+	ready.revisions = f.revisions()
 	if b.sandbox != nil {
 		ready.apiHost = "" // in-process: nothing to reach
 	}

@@ -39,6 +39,10 @@ type httpAuthFlags struct {
 	refreshTTL time.Duration
 	bounds     proxy.Options // the bounds of unauthenticated state (Max*, UnusedClientTTL)
 	trusted    string        // --trusted-proxies
+	// passthrough mode: how long a refused token is refused unasked, and the unknown tokens
+	// one source may have checked per second
+	refusedTTL time.Duration
+	checkRate  float64
 }
 
 func (a *httpAuthFlags) register(fs *flag.FlagSet) {
@@ -51,7 +55,9 @@ func (a *httpAuthFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&a.bounds.MaxClients, "max-clients", proxy.DefaultMaxClients, "proxy mode: registered MCP clients kept, server-wide")
 	fs.IntVar(&a.bounds.MaxClientsPerSource, "max-unused-clients-per-source", proxy.DefaultMaxClientsPerSource, "proxy mode: registrations not yet used to sign in, per source address (its oldest make room for its newest)")
 	fs.DurationVar(&a.bounds.UnusedClientTTL, "unused-client-ttl", proxy.DefaultUnusedClientTTL, "proxy mode: a registered client not used to sign in within this long expires")
-	fs.StringVar(&a.trusted, "trusted-proxies", "", "proxy mode: comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names the source address of a sign-in (default none: the remote address)")
+	fs.StringVar(&a.trusted, "trusted-proxies", "", "comma-separated addresses or CIDR prefixes of reverse proxies whose X-Forwarded-For names a request's source address (sign-ins, token checks), and whose connections --source-connections does not limit (default none: the remote address)")
+	fs.DurationVar(&a.refusedTTL, "refused-token-ttl", proxy.DefaultRefusedTTL, "passthrough mode: a token the card service refused is refused this long without asking it again")
+	fs.Float64Var(&a.checkRate, "token-check-rate", proxy.DefaultCheckRate, "passthrough mode: unknown tokens one source address may have the card service check per second, in bursts of ten times that (more: 429)")
 }
 
 // trustedProxies parses --trusted-proxies.
@@ -168,8 +174,16 @@ func newHTTPAuth(mode, pub, apiHost string, a *httpAuthFlags, kv store.KV, idle 
 	apiOpts := []upstream.Option{upstream.WithUserAgent(userAgent()), upstream.WithLogger(logger.With("component", "auth"))}
 	switch mode {
 	case authPassthrough:
+		trusted, err := a.trustedProxies()
+		if err != nil {
+			return nil, err
+		}
+		if a.refusedTTL <= 0 || a.checkRate <= 0 {
+			return nil, errors.New("--refused-token-ttl and --token-check-rate must be positive")
+		}
 		p, err := proxy.NewPassthrough(proxy.PassthroughOptions{PublicURL: pub, APIHost: apiHost, APIOptions: apiOpts,
-			SessionIdleTTL: idle, Sessions: kv, Logger: logger.With("component", "auth")})
+			SessionIdleTTL: idle, Sessions: kv, Logger: logger.With("component", "auth"),
+			RefusedTTL: a.refusedTTL, CheckRate: a.checkRate, TrustedProxies: trusted})
 		if err != nil {
 			return nil, err
 		}

@@ -177,6 +177,24 @@ func TestCLIImportExport(t *testing.T) {
 		t.Error("the exported PNG's image is not the card's")
 	}
 
+	// An existing file is left alone without --overwrite (or -f), as the tool's overwrite.
+	if err := os.WriteFile(jsonPath, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, err = runCLI(t, env, append([]string{"export", res.RoleID, "-o", jsonPath}, backend...)...)
+	if kept, _ := os.ReadFile(jsonPath); err == nil || string(kept) != "mine" || !strings.Contains(stderr, "exists: give --overwrite (or -f)") {
+		t.Errorf("export onto an existing file: %v, the file now %.20q\n%s", err, kept, stderr)
+	}
+	for _, force := range []string{"--overwrite", "-f"} {
+		if err := os.WriteFile(jsonPath, []byte("mine"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, stderr, err = runCLI(t, env, append([]string{"export", res.RoleID, "-o", jsonPath, force}, backend...)...)
+		if got, _ := os.ReadFile(jsonPath); err != nil || !bytes.Equal(got, direct) {
+			t.Errorf("export %s: %v\n%s", force, err, stderr)
+		}
+	}
+
 	// JSON to stdout with -o -.
 	stdout, _, err = runCLI(t, env, append([]string{"export", res.RoleID, "-o", "-"}, backend...)...)
 	if err != nil || stdout != string(direct) {

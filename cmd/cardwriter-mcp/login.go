@@ -57,13 +57,16 @@ func (f *accountFlags) savedAPIHost(store *auth.Store) (string, error) {
 	}
 	switch len(hosts) {
 	case 0:
-		return "", errors.New("not signed in: run `cardwriter-mcp login --api-host URL` first")
+		return "", errNoSavedHost
 	case 1:
 		return hosts[0], nil
 	}
 	slices.Sort(hosts)
 	return "", fmt.Errorf("signed in to several card services (%s): choose one with --api-host", strings.Join(hosts, ", "))
 }
+
+// errNoSavedHost reports that no --api-host was given and no sign-in was saved to choose one.
+var errNoSavedHost = errors.New("not signed in: run `cardwriter-mcp login --api-host URL` first")
 
 // savedSignIn parses the flags of a command about a saved sign-in (logout, whoami) and returns
 // its logger, the sign-in store and the API host: --api-host, or the only one signed in to. An
@@ -91,16 +94,20 @@ func savedSignIn(name string, args []string, stdout, stderr io.Writer) (*slog.Lo
 }
 
 func runLogin(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("login", "login --api-host URL [--no-browser] [--timeout 5m]", stdout, stderr)
+	fs := newFlagSet("login", "login --api-host URL [--no-browser | --device] [--timeout 5m]", stdout, stderr)
 	var f accountFlags
 	f.register(fs)
-	noBrowser := fs.Bool("no-browser", false, "print the sign-in address without opening a browser")
+	noBrowser := fs.Bool("no-browser", false, "print the sign-in address without opening a browser; a browser on another machine ends on a page that does not load, whose address you paste back here (over SSH, say)")
+	device := fs.Bool("device", false, "sign in with a code typed in a browser on any device (the RFC 8628 device grant, where the card service offers it); nothing listens on this machine")
 	timeout := fs.Duration("timeout", auth.DefaultLoginTimeout, "how long to wait for the sign-in to finish in the browser")
 	if err := parseFlags(fs, args, nil); err != nil {
 		return helpOK(err)
 	}
 	if f.apiHost == "" {
-		return errors.New("set --api-host (or CARDWRITER_API_HOST) to the card service's address")
+		return errors.New("set --api-host (or CARDWRITER_API_HOST) to the card service's address, e.g. https://api.example.com")
+	}
+	if _, err := auth.Resource(f.apiHost); err != nil {
+		return fmt.Errorf("--api-host: %w", err)
 	}
 	if *timeout <= 0 {
 		return fmt.Errorf("--timeout must be positive, got %s", *timeout)
@@ -116,12 +123,17 @@ func runLogin(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	opts := auth.LoginOptions{
 		APIHost: f.apiHost, Store: store, Logger: logger, Timeout: *timeout, Out: stderr,
 	}
-	if !*noBrowser {
+	switch {
+	case *device:
+		opts.Device = true
+	case *noBrowser:
+		opts.Paste = os.Stdin
+	default:
 		opts.OpenBrowser = auth.OpenURL
 	}
 	g, err := auth.Login(ctx, opts)
 	if err != nil {
-		return err
+		return unreachable(f.apiHost, err)
 	}
 	fmt.Fprintf(stdout, "Signed in to %s.\n", strings.TrimSuffix(g.Resource, "/open/v1"))
 	if me, _, err := whoamiCall(ctx, store, f.apiHost, logger); err == nil {

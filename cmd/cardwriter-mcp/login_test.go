@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -112,39 +113,19 @@ var authorizeLine = regexp.MustCompile(`^\s+(http://\S+/oauth/authorize\?\S+)$`)
 // prints. It returns stdout and stderr.
 func loginWithBinary(t *testing.T, sb *oauthSandbox, dir string, sec *secrets, extra ...string) (string, string) {
 	t.Helper()
-	cmd := exec.Command(binPath, append([]string{"login", "--api-host", sb.URL, "--no-browser", "--timeout", "60s",
-		"--log-level", "debug", "--log-format", "json"}, extra...)...)
-	cmd.Env = cleanEnv("CARDWRITER_CONFIG_DIR=" + dir)
-	var stdout bytes.Buffer
-	cmd.Stdout = &stdout
-	pr, pw := io.Pipe()
-	cmd.Stderr = pw
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var stderr authtest.LogBuffer
 	browserDone := make(chan error, 1)
-	scanned := make(chan struct{})
-	go func() {
-		defer close(scanned)
-		sc := bufio.NewScanner(pr)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		started := false
-		for sc.Scan() {
-			stderr.Write([]byte(sc.Text() + "\n"))
-			m := authorizeLine.FindStringSubmatch(sc.Text())
-			if m == nil || started {
-				continue
-			}
-			started = true
-			go func() { browserDone <- playBrowser(m[1], sec) }()
+	stdin, wait := startLogin(t, sb, dir, func(line string) bool {
+		m := authorizeLine.FindStringSubmatch(line)
+		if m == nil {
+			return false
 		}
-	}()
-	err := cmd.Wait()
-	pw.Close()
-	<-scanned
+		go func() { browserDone <- playBrowser(m[1], sec) }()
+		return true
+	}, append([]string{"--no-browser", "--log-level", "debug", "--log-format", "json"}, extra...)...)
+	stdin.Close() // nothing is pasted: the browser reaches the loopback address
+	stdout, stderr, err := wait()
 	if err != nil {
-		t.Fatalf("login: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		t.Fatalf("login: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
 	}
 	select {
 	case err := <-browserDone:
@@ -152,9 +133,9 @@ func loginWithBinary(t *testing.T, sb *oauthSandbox, dir string, sec *secrets, e
 			t.Fatalf("browser: %v", err)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("the browser never finished; stderr:\n%s", stderr.String())
+		t.Fatalf("the browser never finished; stderr:\n%s", stderr)
 	}
-	return stdout.String(), stderr.String()
+	return stdout, stderr
 }
 
 // playBrowser signs in as the demo user, allows access, and delivers the answer to the
@@ -447,7 +428,7 @@ func TestAccountCommandLine(t *testing.T) {
 		{"login without api host", []string{"login"}, true, "--api-host"},
 		{"login bad api host", []string{"login", "--api-host", "ftp://x"}, true, "http"},
 		{"login bad timeout", []string{"login", "--api-host", "http://127.0.0.1:1", "--timeout", "0s"}, true, "--timeout"},
-		{"login unreachable", []string{"login", "--api-host", "http://127.0.0.1:1", "--no-browser"}, true, "discovery"},
+		{"login unreachable", []string{"login", "--api-host", "http://127.0.0.1:1", "--no-browser"}, true, "cannot reach the card service at http://127.0.0.1:1"},
 		{"whoami not signed in", []string{"whoami"}, true, "cardwriter-mcp login"},
 		{"logout not signed in", []string{"logout"}, true, "cardwriter-mcp login"},
 		{"stdio not signed in", []string{"stdio", "--api-host", "https://api.example.com"}, false, "run `cardwriter-mcp login --api-host https://api.example.com`"},
@@ -466,23 +447,221 @@ func TestAccountCommandLine(t *testing.T) {
 	}
 }
 
-// TestStdioTokenFromEnvironmentFirst: CARDWRITER_TOKEN wins over a saved sign-in.
+// TestStdioTokenFromEnvironmentFirst: CARDWRITER_TOKEN wins over a saved sign-in, and when the
+// service refuses it, every tool and command names the variable, the service that refused it
+// and the saved sign-in it hides (not "sign in again", which cannot help while it is set);
+// whoami tests the variable rather than report the saved sign-in as fine.
 func TestStdioTokenFromEnvironmentFirst(t *testing.T) {
 	t.Parallel()
 	sb := startOAuthSandbox(t)
 	dir := t.TempDir()
 	sec := &secrets{}
 	loginWithBinary(t, sb, dir, sec)
+	saved := grant(t, dir, sb.URL).ObtainedAt.Local().Format("2006-01-02 15:04")
+	want := "The token in CARDWRITER_TOKEN was refused by " + sb.URL + "; unset it to use the saved sign-in of " + saved
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	env := cleanEnv("CARDWRITER_CONFIG_DIR="+dir, "CARDWRITER_TOKEN=not-a-valid-token")
 	cmd := exec.Command(binPath, "stdio", "--api-host", sb.URL)
-	cmd.Env = cleanEnv("CARDWRITER_CONFIG_DIR="+dir, "CARDWRITER_TOKEN=not-a-valid-token")
+	cmd.Env = env
 	cs, err := newClient().Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cs.Close()
-	if out, isErr := toolText(ctx, t, cs, "whoami", map[string]any{}); !isErr || !strings.Contains(out, "unauthorized") {
-		t.Errorf("whoami with a bad CARDWRITER_TOKEN beside a good sign-in: %s", out)
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"whoami", map[string]any{}},
+		{"get_card", map[string]any{"roleId": "1"}},
+		{"list_worldbooks", map[string]any{}},
+		{"list_trial_cards", map[string]any{}},
+		{"create_card", map[string]any{"roleName": "A"}},
+	} {
+		if out, isErr := toolText(ctx, t, cs, call.tool, call.args); !isErr || !strings.Contains(out, want) || strings.Contains(out, "Authentication failed") {
+			t.Errorf("%s with a bad CARDWRITER_TOKEN beside a good sign-in: %s", call.tool, out)
+		}
 	}
+	card := filepath.Join(t.TempDir(), "c.json")
+	if err := os.WriteFile(card, []byte(`{"name":"A","first_mes":"b"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lorebook := filepath.Join(t.TempDir(), "w.json")
+	if err := os.WriteFile(lorebook, []byte(`{"entries":{"0":{"uid":0,"key":["a"],"content":"b"}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	for _, args := range [][]string{
+		{"whoami"},
+		{"import", card},
+		{"import-worldbook", lorebook},
+		{"export", "1", "-o", filepath.Join(out, "x.json")},
+		{"export-worldbook", "1", "-o", filepath.Join(out, "w.json")},
+		{"probe"},
+		{"doctor"},
+	} {
+		o, e, err := runCLI(t, env, append(args, "--api-host", sb.URL)...)
+		if err == nil || !strings.Contains(o+e, want) {
+			t.Errorf("%s with a bad CARDWRITER_TOKEN: err %v\n%s%s", args[0], err, o, e)
+		}
+	}
+	// whoami with a good token in the variable reports the variable, and the sign-in it hides.
+	tok := grant(t, dir, sb.URL).AccessToken.Reveal()
+	o, e, err := runCLI(t, cleanEnv("CARDWRITER_CONFIG_DIR="+dir, "CARDWRITER_TOKEN="+tok), "whoami", "--api-host", sb.URL)
+	if err != nil || !strings.Contains(o, "Token:         CARDWRITER_TOKEN") || !strings.Contains(o, "Saved sign-in: of "+saved) {
+		t.Errorf("whoami with a good CARDWRITER_TOKEN: %v\n%s%s", err, o, e)
+	}
+}
+
+// startLogin runs `cardwriter-mcp login` with extra flags and hands each stderr line to see
+// until it returns true; it returns the command's stdin, and a wait for its end.
+func startLogin(t *testing.T, sb *oauthSandbox, dir string, see func(line string) bool, extra ...string) (io.WriteCloser, func() (string, string, error)) {
+	t.Helper()
+	cmd := exec.Command(binPath, append([]string{"login", "--api-host", sb.URL, "--timeout", "60s"}, extra...)...)
+	cmd.Env = cleanEnv("CARDWRITER_CONFIG_DIR="+dir, "BROWSER=false", "DISPLAY=")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var stderr authtest.LogBuffer
+	scanned := make(chan struct{})
+	go func() {
+		defer close(scanned)
+		sc := bufio.NewScanner(pr)
+		done := false
+		for sc.Scan() {
+			stderr.Write([]byte(sc.Text() + "\n"))
+			if !done {
+				done = see(sc.Text())
+			}
+		}
+	}()
+	return stdin, func() (string, string, error) {
+		err := cmd.Wait()
+		pw.Close()
+		<-scanned
+		return stdout.String(), stderr.String(), err
+	}
+}
+
+// TestLoginPastedAddress: over SSH the browser runs on another machine and cannot reach the
+// loopback redirect; `login --no-browser` takes the address the browser ended on, pasted into
+// the terminal (a stranger's address is refused and the wait goes on), and nothing ever
+// requests the loopback address.
+func TestLoginPastedAddress(t *testing.T) {
+	t.Parallel()
+	sb := startOAuthSandbox(t)
+	dir := t.TempDir()
+	pasted := make(chan *url.URL, 1)
+	var stdin io.WriteCloser
+	stdin, wait := startLogin(t, sb, dir, func(line string) bool {
+		m := authorizeLine.FindStringSubmatch(line)
+		if m == nil {
+			return false
+		}
+		go func() {
+			b := authtest.New()
+			b.StopAtCallback = true // the browser's machine cannot reach the loopback address
+			p, err := b.SignIn(m[1], "Sign in as Demo Author", "Allow")
+			if err != nil {
+				t.Error(err)
+				close(pasted)
+				return
+			}
+			loc, err := p.Location()
+			if err != nil {
+				t.Error(err)
+			}
+			pasted <- loc
+		}()
+		return true
+	}, "--no-browser")
+	loc, ok := <-pasted
+	if !ok || loc == nil {
+		stdin.Close()
+		wait()
+		t.Fatal("the browser did not finish")
+	}
+	forged := *loc
+	q := forged.Query()
+	q.Set("state", "not-this-sign-in")
+	forged.RawQuery = q.Encode()
+	fmt.Fprintf(stdin, "%s\n%s\n", forged.String(), loc.String())
+	o, e, err := wait()
+	stdin.Close()
+	if err != nil || !strings.Contains(o, "Signed in to "+sb.URL) || !strings.Contains(e, "paste it here") || !strings.Contains(e, "Unknown sign-in") {
+		t.Fatalf("login: %v\nstdout:\n%s\nstderr:\n%s", err, o, e)
+	}
+	if o, e, err := runBinary(t, dir, "whoami"); err != nil || !strings.Contains(o, "User:") {
+		t.Errorf("whoami after the pasted sign-in: %v\n%s%s", err, o, e)
+	}
+}
+
+var (
+	deviceAddressLine = regexp.MustCompile(`^\s+(http://\S+/oauth/device)$`)
+	deviceCodeLine    = regexp.MustCompile(`^\s+([A-Z]{4}-[A-Z]{4})$`)
+)
+
+// TestLoginDevice: `login --device` signs in with the device grant: the person types the code
+// on a page opened anywhere (here, a scripted browser that knows only the address and the code
+// the terminal printed), and login, which listens on no port, saves the sign-in.
+func TestLoginDevice(t *testing.T) {
+	t.Parallel()
+	sb := startOAuthSandbox(t)
+	dir := t.TempDir()
+	var address string
+	browsed := make(chan error, 1)
+	stdin, wait := startLogin(t, sb, dir, func(line string) bool {
+		if m := deviceAddressLine.FindStringSubmatch(line); m != nil {
+			address = m[1]
+			return false
+		}
+		m := deviceCodeLine.FindStringSubmatch(line)
+		if m == nil || address == "" {
+			return false
+		}
+		go func() { browsed <- typeDeviceCode(address, strings.ToLower(m[1])) }()
+		return true
+	}, "--device")
+	defer stdin.Close()
+	o, e, err := wait()
+	if err != nil || !strings.Contains(o, "Signed in to "+sb.URL) || !strings.Contains(o, "User: Demo Author") {
+		t.Fatalf("login --device: %v\nstdout:\n%s\nstderr:\n%s", err, o, e)
+	}
+	if err := <-browsed; err != nil {
+		t.Fatal(err)
+	}
+	if g := grant(t, dir, sb.URL); g.RefreshToken == "" {
+		t.Error("the device sign-in saved no refresh token")
+	}
+}
+
+// typeDeviceCode opens the device page, types the code, signs in as the demo user and allows.
+func typeDeviceCode(address, code string) error {
+	b := authtest.New()
+	p, err := b.Get(address)
+	if err != nil {
+		return err
+	}
+	p.Body = strings.Replace(p.Body, `name="user_code" value=""`, `name="user_code" value="`+code+`"`, 1)
+	for _, button := range []string{"Continue", "Sign in as Demo Author", "Allow"} {
+		if p, err = b.Submit(p, button); err != nil {
+			return err
+		}
+		if p.Status != http.StatusOK {
+			return fmt.Errorf("after %q: %d %q", button, p.Status, p.Title())
+		}
+	}
+	if p.Title() != "Signed in" {
+		return fmt.Errorf("the last page is %q", p.Title())
+	}
+	return nil
 }

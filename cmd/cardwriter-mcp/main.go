@@ -1,6 +1,7 @@
 // Command cardwriter-mcp is the cardwriter MCP server and its companion commands: sign-in
-// (login, logout, whoami), the card service sandbox and the version. Every flag can also be set by an environment variable
-// CARDWRITER_<FLAG> (upper case, dashes as underscores); a flag on the command line wins.
+// (login, logout, whoami), the card service sandbox and the version. Each flag that a command's
+// --help shows with "[env CARDWRITER_<FLAG>]" can also be set by that environment variable;
+// a flag on the command line wins.
 package main
 
 import (
@@ -24,9 +25,9 @@ func commands() []command {
 	return []command{
 		{"stdio", "serve MCP over stdin/stdout (desktop hosts)", runStdio},
 		{"http", "serve MCP over streamable HTTP at /mcp (remote MCP)", runHTTP},
-		{"login", "sign in to the card service in the browser and save the sign-in (used by stdio)", runLogin},
+		{"login", "sign in to the card service in a browser, here or on any device (--no-browser, --device), and save the sign-in (used by stdio)", runLogin},
 		{"logout", "revoke and delete the saved sign-in", runLogout},
-		{"whoami", "show who the saved sign-in belongs to and when its access token expires", runWhoami},
+		{"whoami", "show who the saved sign-in (or CARDWRITER_TOKEN, when set) belongs to and when its access token expires", runWhoami},
 		{"import", "import a character card file (V1/V2/V3 JSON, PNG, CHARX) as a card, or as a trial card", runImport},
 		{"import-worldbook", "import a lorebook (SillyTavern World Info, a V2/V3 character_book) as a worldbook", runImportWorldbook},
 		{"export", "export a card as a Character Card V3 file (JSON, PNG or CHARX)", runExport},
@@ -83,5 +84,6 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-16s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w, "\nRun 'cardwriter-mcp <command> --help' for a command's flags.")
-	fmt.Fprintln(w, "Every flag may also be set as CARDWRITER_<FLAG> in the environment.")
+	fmt.Fprintln(w, "A flag whose help shows [env CARDWRITER_<FLAG>] may also be set by that variable (the")
+	fmt.Fprintln(w, "command line wins); the others, such as -o, --format and --json, only on the command line.")
 }

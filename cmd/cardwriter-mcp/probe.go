@@ -10,6 +10,7 @@ import (
 	"maps"
 	"mime"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -111,7 +112,12 @@ func printProbe(w io.Writer, rep probeReport, signInFailed bool) {
 		}
 	}
 	if signInFailed {
-		fmt.Fprintf(w, "The card service refused the token, so nothing else was probed: run `cardwriter-mcp login --api-host %s` (or set CARDWRITER_TOKEN to a valid access token), then probe again.\n", strings.TrimSuffix(rep.Service, "/open/v1"))
+		host := strings.TrimSuffix(rep.Service, "/open/v1")
+		if os.Getenv("CARDWRITER_TOKEN") != "" {
+			fmt.Fprintf(w, "%s Nothing else was probed.\n", refusedEnvToken(host))
+			return
+		}
+		fmt.Fprintf(w, "The card service refused the token, so nothing else was probed: run `cardwriter-mcp login --api-host %s` (or set CARDWRITER_TOKEN to a valid access token), then probe again.\n", host)
 		return
 	}
 	if rep.Differences == 0 {
@@ -220,6 +226,8 @@ func (p *prober) compare(op schema.Operation, ex *upstream.Exchange, want int) [
 		hint = " (the contract guessed this operation: correct it with --contract)"
 	}
 	switch {
+	case ex.Status == http.StatusUnauthorized && os.Getenv("CARDWRITER_TOKEN") != "":
+		return append(diffs, "the service refused the token in CARDWRITER_TOKEN (401)")
 	case ex.Status == http.StatusUnauthorized:
 		return append(diffs, "the service refused the access token (401): sign in again (`cardwriter-mcp login`) or set CARDWRITER_TOKEN")
 	case want >= 0 && !ok2xx && (ex.Status == http.StatusNotFound || ex.Status == http.StatusMethodNotAllowed) && errorCode(ex.Body) == "":

@@ -155,7 +155,9 @@ func TestProbeSignInFailure(t *testing.T) {
 	t.Parallel()
 	host, _ := standIn(t, nil)
 	out, code := runProbeBinary(t, []string{"--api-host", host, "--log-level", "error"}, "CARDWRITER_TOKEN=wrong")
-	if code != 2 || !strings.Contains(out, "refused the access token") || !strings.Contains(out, "cardwriter-mcp login --api-host "+host) {
+	// The credential refused is named, with where it came from.
+	if code != 2 || !strings.Contains(out, "refused the token in CARDWRITER_TOKEN") ||
+		!strings.Contains(out, "The token in CARDWRITER_TOKEN was refused by "+host) || !strings.Contains(out, "cardwriter-mcp login --api-host "+host) {
 		t.Errorf("exit %d:\n%s", code, out)
 	}
 	// The contract is not at fault when the token is refused.

@@ -11,16 +11,16 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 )
 
-// readiness answers /readyz: whether the card service answers and the store (the embedded
-// file or Redis) and the revisions' folder take a write, checked at most every few seconds. /healthz stays the liveness
+// readiness answers /readyz: whether the card service answers, the store (the embedded file or
+// Redis) takes a write, and the last revision was saved, checked at most every few seconds. /healthz stays the liveness
 // check.
 type readiness struct {
 	apiHost string // "" with the in-process sandbox: nothing to reach
 	store   store.KV
-	// revisions, when kept apart from store (files beside the embedded store), must take a
-	// write too: a full disk fails it.
+	// revisions fail the check while the last revision could not be saved (a full disk the
+	// store's small probe does not notice).
 	revisions interface {
-		Ping(ctx context.Context) error
+		Fault() error
 		Name() string
 	}
 	client *http.Client
@@ -89,10 +89,8 @@ func (rd *readiness) check(ctx context.Context) (int, map[string]string) {
 		}
 	}
 	if rd.revisions != nil {
-		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		defer cancel()
-		if err := rd.revisions.Ping(ctx); err != nil {
-			report["revisions"] = fmt.Sprintf("this server cannot save revisions (%s): %v", rd.revisions.Name(), err)
+		if err := rd.revisions.Fault(); err != nil {
+			report["revisions"] = fmt.Sprintf("this server could not save the last revision (%s): %v", rd.revisions.Name(), err)
 			status = http.StatusServiceUnavailable
 		}
 	}

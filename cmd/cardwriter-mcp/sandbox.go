@@ -84,6 +84,12 @@ func serveDraining(ctx context.Context, ln net.Listener, handler http.Handler, l
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 	}
+	if cs, ok := ln.(interface {
+		ConnState(net.Conn, http.ConnState)
+	}); ok {
+		srv.ConnState = cs.ConnState // idle keep-alive connections give way (connlimit)
+		srv.IdleTimeout = 0          // and the listener's idle time, which shortens as it fills, ends them
+	}
 	if onDrain != nil {
 		srv.RegisterOnShutdown(onDrain)
 	}

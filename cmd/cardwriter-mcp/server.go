@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
 	"io"
 	"log/slog"
 	"math"
@@ -76,6 +77,8 @@ type serverFlags struct {
 	keep          revisions.Retention
 	revisionStore store.KV
 	revisionDir   string
+	// revStore is the store of revisions, once made (revisions).
+	revStore *tools.RevisionStore
 	// sandboxRevisions (http --sandbox, whose sandbox runs beside it): keep revisions as stdio
 	// --sandbox does, with the sandbox, not in the server's store.
 	sandboxRevisions bool
@@ -86,6 +89,13 @@ type serverFlags struct {
 	// in memory (stdio); exportTTL is how long they stay readable (--export-ttl).
 	exports   store.KV
 	exportTTL time.Duration
+	// exportUserBytes bounds one user's live exports (--export-user-bytes); trialShadows the
+	// trial cards whose text one user's writes left kept (--trial-shadows-per-user).
+	exportUserBytes int64
+	trialShadows    int
+	// matchBudget and matchUserBudget bound regular expression matching time per call and per
+	// user a minute (--match-budget, --match-user-budget; negative: no bound).
+	matchBudget, matchUserBudget time.Duration
 	// inlineExports (the export commands): every export inline, whatever its size; a file is
 	// written, no model reads it.
 	inlineExports bool
@@ -93,7 +103,7 @@ type serverFlags struct {
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.sandbox, "sandbox", false, "run the card service sandbox in-process with a signed-in demo user (no account, no network)")
-	fs.StringVar(&f.sandboxData, "sandbox-data", "", "with --sandbox: file that keeps the sandbox's state across restarts (default: memory only)")
+	fs.StringVar(&f.sandboxData, "sandbox-data", "", "with --sandbox: file that keeps the sandbox's state across restarts (default: memory only, this server's own: not the sandbox of the import and export commands)")
 	fs.StringVar(&f.apiHost, "api-host", "", "the card service's address, e.g. https://api.example.com (the API is under /open/v1)")
 	fs.StringVar(&f.auditLog, "audit-log", "", "write one JSON line per write tool call (who, tool, ids, outcome, duration; never content or tokens) to this file, or - for stderr")
 	fs.StringVar(&f.contract, "contract", "", contractUsage)
@@ -105,9 +115,13 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 		fs.IntVar(&f.keep.PerObject, "revisions-per-object", f.keep.PerObject, "revisions kept per card, worldbook or trial card before the writes that replace their content (0: keep none, and serve no revisions tools)")
 		fs.DurationVar(&f.keep.MaxAge, "revisions-max-age", f.keep.MaxAge, "drop revisions older than this (0: no age limit)")
 		fs.Int64Var(&f.keep.UserBytes, "revisions-user-bytes", f.keep.UserBytes, "the size of one user's revisions together, in bytes; the oldest go first (0: no limit)")
+		fs.IntVar(&f.trialShadows, "trial-shadows-per-user", tools.DefaultTrialShadows, "trial cards whose text one user's writes left kept for revisions at once (removed with the trial); a new trial card past it is refused until one is deleted (negative: no limit)")
 	}
-	fs.IntVar(&f.resultBudget, "result-budget", 0, fmt.Sprintf("the most cl100k tokens a tool result's text or structuredContent may hold; pages fit it (0: %d)", tools.DefaultResultBudget))
+	fs.IntVar(&f.resultBudget, "result-budget", tools.DefaultResultBudget, "the most cl100k tokens a tool result's text or structuredContent may hold; pages fit it")
 	fs.DurationVar(&f.exportTTL, "export-ttl", tools.DefaultExportTTL, "how long an export too large for a tool result stays readable by resources/read at its resource_link, by the user who made it")
+	fs.Int64Var(&f.exportUserBytes, "export-user-bytes", tools.DefaultExportUserBytes, "the size of one user's live exports together (those kept for resources/read), in bytes; an export past it is refused until older ones expire (negative: no limit)")
+	fs.DurationVar(&f.matchBudget, "match-budget", cpubudget.DefaultPerCall, "the most time one tool call may spend matching regular expressions (worldbook /regex/ keys); a call over it fails, retryable (negative: no limit)")
+	fs.DurationVar(&f.matchUserBudget, "match-user-budget", cpubudget.DefaultPerUser, "the most time one user's calls may spend matching regular expressions in a minute (negative: no limit)")
 	f.logFlags.register(fs)
 	// A saved sign-in belongs to one person: only the stdio server (run by that person's
 	// desktop host) uses it; the HTTP server serves many clients and authorizes them itself.
@@ -135,7 +149,7 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		return nil, errors.New("--revisions-per-object, --revisions-max-age and --revisions-user-bytes must not be negative")
 	}
 	if f.resultBudget != 0 && (f.resultBudget < tools.MinResultBudget || f.resultBudget > tools.MaxResultBudget) {
-		return nil, fmt.Errorf("--result-budget %d: give 0 (the default, %d) or %d to %d tokens", f.resultBudget, tools.DefaultResultBudget, tools.MinResultBudget, tools.MaxResultBudget)
+		return nil, fmt.Errorf("--result-budget %d: give %d to %d tokens (default %d)", f.resultBudget, tools.MinResultBudget, tools.MaxResultBudget, tools.DefaultResultBudget)
 	}
 	b := &backend{logger: logger}
 	client, svc, err := f.newClient(logger, sandboxBase)
@@ -165,10 +179,13 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Hooks:        f.hooks,
 		Dynamic:      f.dynamic,
 		ResultBudget: budget,
+		MatchBudget:  cpubudget.New(f.matchBudget, f.matchUserBudget),
 
 		// Large exports (tools/exports.go).
-		Exports:   f.exports,
-		ExportTTL: f.exportTTL,
+		Exports:             f.exports,
+		ExportTTL:           f.exportTTL,
+		ExportUserBytes:     f.exportUserBytes,
+		TrialShadowsPerUser: f.trialShadows,
 
 		// The tavern toolset (import.go).
 		Notifier:   f.notifier,
@@ -246,9 +263,16 @@ func (f *serverFlags) newClient(logger *slog.Logger, sandboxBase string) (*upstr
 	return client, nil, nil
 }
 
-// revisions returns the store of revisions. The sandbox's stay with it: in memory, or beside
+// revisions returns the store of revisions (one per server). The sandbox's stay with it: in memory, or beside
 // its --sandbox-data file; else in revisionDir, revisionStore, or memory.
 func (f *serverFlags) revisions() *tools.RevisionStore {
+	if f.revStore == nil {
+		f.revStore = f.openRevisions()
+	}
+	return f.revStore
+}
+
+func (f *serverFlags) openRevisions() *tools.RevisionStore {
 	switch {
 	case (f.sandbox || f.sandboxRevisions) && f.sandboxData != "":
 		return revisions.NewDir(f.sandboxData+sandboxRevisionsSuffix, f.keep)
@@ -317,7 +341,7 @@ func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, er
 		return upstream.ContextTokenSource{}, nil
 	}
 	if token := os.Getenv("CARDWRITER_TOKEN"); token != "" {
-		return upstream.StaticToken(token), nil
+		return newVariableToken(token, f.apiHost, f.savedGrant), nil
 	}
 	if !f.savedGrant {
 		return nil, errors.New("set CARDWRITER_TOKEN to your card service access token (scope mcp:card-writer), or use --sandbox")
@@ -337,12 +361,70 @@ func (f *serverFlags) tokenSource(logger *slog.Logger) (upstream.TokenSource, er
 		return &signedOut{msg: msg, store: store, apiHost: f.apiHost, logger: logger}, nil
 	}
 	if errors.Is(err, auth.ErrNotSignedIn) {
+		if rerr := reach(context.Background(), f.apiHost); errors.Is(rerr, errUnreachable) {
+			return nil, rerr // a mistyped address, not a missing sign-in
+		}
 		return nil, fmt.Errorf("not signed in to %s: run `cardwriter-mcp login --api-host %s` first, or set CARDWRITER_TOKEN to an access token (scope mcp:card-writer), or use --sandbox", f.apiHost, f.apiHost)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return src, nil
+}
+
+// variableToken is the token source of CARDWRITER_TOKEN: the token as given, and, when the service
+// refuses it, an upstream.AuthError naming the variable, the service that refused it and what to
+// do (the saved sign-in it hides, when there is one): a refresh cannot help a token the user set.
+type variableToken struct {
+	tok     upstream.StaticToken
+	apiHost string
+	saved   bool // a saved sign-in would be used without the variable (not by http)
+}
+
+func newVariableToken(token, apiHost string, saved bool) *variableToken {
+	return &variableToken{tok: upstream.StaticToken(token), apiHost: apiHost, saved: saved}
+}
+
+// Token returns the variable's token.
+func (e *variableToken) Token(ctx context.Context) (upstream.Token, error) { return e.tok.Token(ctx) }
+
+// Refresh is asked when the service refused the token: it says which credential that was.
+func (e *variableToken) Refresh(context.Context, upstream.Token) (upstream.Token, error) {
+	if !e.saved {
+		return "", &upstream.AuthError{Message: "The token in CARDWRITER_TOKEN was refused by " + e.apiHost + "; set it to a valid access token (scope mcp:card-writer)."}
+	}
+	return "", &upstream.AuthError{Message: refusedEnvToken(e.apiHost)}
+}
+
+// refusedEnvToken says that the service at apiHost refused CARDWRITER_TOKEN, and what to do:
+// unset it to use the saved sign-in (named by its date), or set a valid token or sign in.
+func refusedEnvToken(apiHost string) string {
+	msg := "The token in CARDWRITER_TOKEN was refused by " + apiHost + "; "
+	if when := savedSignInDate(apiHost); when != "" {
+		return msg + "unset it to use the saved sign-in of " + when + ", or set it to a valid access token (scope mcp:card-writer)."
+	}
+	return msg + "set it to a valid access token (scope mcp:card-writer), or unset it and run `cardwriter-mcp login --api-host " + apiHost + "`."
+}
+
+// savedSignInDate is when the sign-in saved for apiHost was made ("" without one).
+func savedSignInDate(apiHost string) string {
+	resource, err := auth.Resource(apiHost)
+	if err != nil {
+		return ""
+	}
+	store, err := auth.NewStore("")
+	if err != nil {
+		return ""
+	}
+	d, err := store.Load()
+	if err != nil {
+		return ""
+	}
+	g := d.Latest(resource)
+	if g == nil {
+		return ""
+	}
+	return g.ObtainedAt.Local().Format("2006-01-02 15:04")
 }
 
 // signedOut is the token source of a stdio server started before its user signed in: each call

@@ -29,7 +29,7 @@ import (
 )
 
 func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("stdio", "stdio [--sandbox] [--api-host URL] [--toolsets LIST] [--tools LIST] [--read-only] [--dynamic-toolsets] [--allow-dir DIR]...", stdout, stderr, envToken, envConfigDir, envSandboxToken, envOTel, envBench)
+	fs := newFlagSet("stdio", "stdio [--sandbox] [--api-host URL] [--toolsets LIST] [--tools LIST] [--read-only] [--dynamic-toolsets] [--allow-dir DIR]...", stdout, stderr, envToken, envConfigDir, envSandboxToken, envOTel)
 	var f serverFlags
 	f.register(fs)
 	f.signedOutOK = true

@@ -22,6 +22,7 @@ var knownOutcomes = map[string]bool{
 	"rate_limited": true, "internal": true, "unavailable": true, "unexpected_response": true,
 	"cancelled": true, "invalid_file": true, "input_required": true,
 	"declined": true, "revision_not_kept": true, "revision_not_found": true, "not_restorable": true,
+	"budget_exceeded": true, "quota_exceeded": true,
 }
 
 // Metrics holds the collectors and their registry.
@@ -40,6 +41,8 @@ type Metrics struct {
 	signIns         *prometheus.CounterVec
 	revisions       *prometheus.CounterVec
 	refused         *prometheus.CounterVec
+	userStorage     *prometheus.HistogramVec
+	quotaRefusals   *prometheus.CounterVec
 }
 
 // New returns the metrics, registered with a registry of their own (with the Go runtime's and
@@ -88,8 +91,19 @@ func New() *Metrics {
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "cardwriter_http_refused_total", Help: "HTTP requests and connections refused by a limit, by limit (connections, body_timeout, message, user_sessions, user_initialize_rate).",
 		}, []string{"limit"}),
+		// Per user without a label per user: each change of a user's usage is observed, so the
+		// buckets show how many writes found their user near a quota, and the sum's growth
+		// the storage added; the largest users are named (by principal digest) only in the
+		// log line of a refusal.
+		userStorage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "cardwriter_user_storage", Help: "A user's usage of a quota after each change of it, by kind (exports and kept-aside data in bytes, trial shadows in trial cards).",
+			Buckets: []float64{1, 4, 16, 1 << 10, 64 << 10, 1 << 20, 8 << 20, 32 << 20, 64 << 20, 128 << 20, 256 << 20},
+		}, []string{"kind"}),
+		quotaRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "cardwriter_quota_refusals_total", Help: "Writes refused because they would pass a user's quota, by kind.",
+		}, []string{"kind"}),
 	}
-	m.reg.MustRegister(m.revisions, m.refused, m.signIns, m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.storeFailures, m.storeFailovers, m.upstreamReqs, m.upstreamLatency,
+	m.reg.MustRegister(m.userStorage, m.quotaRefusals, m.revisions, m.refused, m.signIns, m.toolCalls, m.toolDuration, m.sessions, m.storeErrors, m.storeFailures, m.storeFailovers, m.upstreamReqs, m.upstreamLatency,
 		m.retries, m.refreshes, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -149,3 +163,19 @@ func (m *Metrics) SignIn(outcome string) { m.signIns.WithLabelValues(outcome).In
 
 // Revisions counts n revisions kept, dropped or restored (tools.RevisionObserver).
 func (m *Metrics) Revisions(event string, n int) { m.revisions.WithLabelValues(event).Add(float64(n)) }
+
+// knownQuotas bounds the kind label of the quota metrics.
+var knownQuotas = map[string]bool{"exports": true, "kept-aside data": true, "trial shadows": true}
+
+// Quota observes a user's usage of the quota of kind after a change, or a refusal by it
+// (quota.Observer).
+func (m *Metrics) Quota(kind string, used int64, refused bool) {
+	if !knownQuotas[kind] {
+		kind = "other"
+	}
+	if refused {
+		m.quotaRefusals.WithLabelValues(kind).Inc()
+		return
+	}
+	m.userStorage.WithLabelValues(kind).Observe(float64(used))
+}

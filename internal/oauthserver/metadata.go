@@ -1,5 +1,7 @@
 package oauthserver
 
+import "slices"
+
 // Endpoints are the absolute URLs an authorization server's metadata names.
 type Endpoints struct {
 	Issuer        string
@@ -7,6 +9,8 @@ type Endpoints struct {
 	Token         string
 	Registration  string
 	Revocation    string
+	// DeviceAuthorization is the RFC 8628 endpoint; "" for a server without the device grant.
+	DeviceAuthorization string
 }
 
 // AuthorizationServerMetadata is the RFC 8414 document of a server with public clients only,
@@ -27,6 +31,10 @@ func AuthorizationServerMetadata(e Endpoints, scopes []string, cimd bool) map[st
 		"token_endpoint_auth_methods_supported":          []string{"none"},
 		"revocation_endpoint_auth_methods_supported":     []string{"none"},
 		"authorization_response_iss_parameter_supported": true,
+	}
+	if e.DeviceAuthorization != "" {
+		md["device_authorization_endpoint"] = e.DeviceAuthorization
+		md["grant_types_supported"] = append(slices.Clone(GrantTypes), DeviceGrantType)
 	}
 	if cimd {
 		md["client_id_metadata_document_supported"] = true

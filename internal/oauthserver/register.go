@@ -63,16 +63,17 @@ func (m *ClientMetadata) CheckRedirectURIs(isLoopback func(host string) bool) *E
 // ones when none is), which must include authorization_code. With strict, an unsupported grant
 // type is refused; without, it is dropped (RFC 7591 section 3.2.1 lets the server register
 // less than was asked for).
-func (m *ClientMetadata) Grants(strict bool) ([]string, *Error) {
+func (m *ClientMetadata) Grants(strict bool, extra ...string) ([]string, *Error) {
 	asked := m.GrantTypes
 	if asked == nil {
 		asked = GrantTypes
 	}
+	supported := append(slices.Clone(GrantTypes), extra...)
 	var kept []string
 	for _, g := range asked {
-		if !slices.Contains(GrantTypes, g) {
+		if !slices.Contains(supported, g) {
 			if strict {
-				return nil, BadRequest("invalid_client_metadata", "grant_types may contain only authorization_code and refresh_token.")
+				return nil, BadRequest("invalid_client_metadata", "grant_types may contain only "+strings.Join(supported, ", ")+".")
 			}
 			continue
 		}

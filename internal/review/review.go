@@ -70,6 +70,9 @@ const (
 	longGreeting       = 600
 	permanentBudget    = 2000
 	constantEntryLarge = 300
+	// maxCounted is where the count of one text stops: a text over it counts as where counting
+	// stopped (a little over), so a review costs CPU bounded by its number of texts, not its size.
+	maxCounted = 50_000
 )
 
 // typicalContexts are the context sizes the card is weighed against: a small local model's
@@ -109,15 +112,23 @@ var (
 )
 
 // Review reviews a card and its bound worldbooks.
-func Review(c Card, wbs []Worldbook) (Report, error) {
+func Review(c Card, wbs []Worldbook) (Report, error) { return ReviewWithin(c, wbs, nil) }
+
+// ReviewWithin is Review with the regular expression matches of the worldbooks' keys drawn
+// from budget (nil: none); it stops at the budget's error, returning it.
+func ReviewWithin(c Card, wbs []Worldbook, budget tavern.MatchBudget) (Report, error) {
 	r := Report{RoleID: c.RoleID, Encoding: Encoding, Tokens: Tokens{Parts: map[string]int{}}, Findings: []Finding{}}
 	add := func(sev, field, msg, fix string) {
 		r.Findings = append(r.Findings, Finding{Severity: sev, Field: field, Message: msg, Fix: fix})
 	}
 	count := func(field, s string) (int, error) {
-		n, err := tokens.Count(s)
+		n, err := tokens.CountUpTo(s, maxCounted)
 		if err != nil {
 			return 0, err
+		}
+		if n > maxCounted {
+			add(Error, field, fmt.Sprintf("The text is over %d tokens (counted no further): no model reads this much of a card.", maxCounted),
+				"Cut it down to what the model needs; move reference material into worldbook entries.")
 		}
 		if s != "" {
 			r.Tokens.Parts[field] = n
@@ -254,7 +265,7 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 				continue
 			}
 			if e.IsConstant {
-				n, err := tokens.Count(e.Content)
+				n, err := tokens.CountUpTo(e.Content, maxCounted)
 				if err != nil {
 					return Report{}, err
 				}
@@ -278,7 +289,11 @@ func Review(c Card, wbs []Worldbook) (Report, error) {
 					keywordOwners[k] = append(keywordOwners[k], e.Name)
 				}
 			}
-			if res := tavern.Match([]tavern.Entry{e}, opening, tavern.MatchOptions{}, macros); len(res) == 1 && res[0].Fired {
+			res, err := tavern.MatchWithin([]tavern.Entry{e}, opening, tavern.MatchOptions{}, macros, budget)
+			if err != nil {
+				return Report{}, err
+			}
+			if len(res) == 1 && res[0].Fired {
 				add(Info, f, fmt.Sprintf("The card's own first message or example dialogue fires the entry (%s): it is in the context from the first message.",
 					strings.Join(res[0].Matched, ", ")), "Make it constant if it always belongs, or narrow its keywords.")
 			}

@@ -143,6 +143,23 @@ type Store struct {
 	keep Retention
 	now  func() time.Time
 	last lastID
+	// fault is the error of the last Keep that the store failed, until one succeeds.
+	faultMu sync.Mutex
+	fault   error
+}
+
+// Fault returns why the last revision could not be saved (a full disk, a store down), or nil
+// when the last one was, or none was tried: a readiness probe reports it.
+func (s *Store) Fault() error {
+	s.faultMu.Lock()
+	defer s.faultMu.Unlock()
+	return s.fault
+}
+
+func (s *Store) setFault(err error) {
+	s.faultMu.Lock()
+	s.fault = err
+	s.faultMu.Unlock()
 }
 
 // backend is where a Store keeps its records: kvBackend or dirBackend. tag names the owner.
@@ -250,7 +267,11 @@ func (s *Store) Keep(ctx context.Context, user User, rev *Revision) (dropped []E
 	}
 	entry := Entry{ID: rev.ID, Kind: rev.Kind, ObjectID: rev.ObjectID, Tool: rev.Tool, Time: now, Changes: rev.Changes,
 		RestoreOf: rev.RestoreOf, Size: int64(len(data))}
-	return s.b.put(ctx, user.tag(), entry, data, s.keep, now)
+	dropped, err = s.b.put(ctx, user.tag(), entry, data, s.keep, now)
+	if ctx.Err() == nil {
+		s.setFault(err)
+	}
+	return dropped, err
 }
 
 // encodeRevision encodes rev as json.Marshal does, but for its State, which is copied as it is

@@ -180,17 +180,20 @@ func (o *oauthState) sweep(now time.Time) bool {
 
 // oauthRuntime is the memory-only state of the OAuth server.
 type oauthRuntime struct {
-	csrfKey  []byte
-	pending  map[string]*authRequest    // request id -> pending authorization request
-	codes    map[string]*authCode       // SHA-256 (hex) of the code -> code
-	sessions map[string]*browserSession // session id -> session
+	csrfKey   []byte
+	pending   map[string]*authRequest    // request id -> pending authorization request
+	codes     map[string]*authCode       // SHA-256 (hex) of the code -> code
+	sessions  map[string]*browserSession // session id -> session
+	devices   map[string]*deviceAuth     // SHA-256 (hex) of the device code -> device authorization
+	userCodes map[string]string          // user code -> the device code's digest
 }
 
 func newOAuthRuntime() *oauthRuntime {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // crypto/rand.Read never fails
 	return &oauthRuntime{csrfKey: key, pending: map[string]*authRequest{},
-		codes: map[string]*authCode{}, sessions: map[string]*browserSession{}}
+		codes: map[string]*authCode{}, sessions: map[string]*browserSession{},
+		devices: map[string]*deviceAuth{}, userCodes: map[string]string{}}
 }
 
 // authRequest is a validated authorization request waiting for sign-in and consent.
@@ -204,6 +207,7 @@ type authRequest struct {
 	Challenge   string
 	Expires     time.Time
 	Session     string // the signed-in browser session it is bound to; "" until one signs in or views it
+	Device      string // of a device authorization (RFC 8628): its device code's digest; no redirect
 }
 
 // authCode is an issued authorization code.
@@ -234,6 +238,12 @@ func (rt *oauthRuntime) sweep(now time.Time) {
 	for h, c := range rt.codes {
 		if !now.Before(c.Expires.Add(usedCodeKept)) {
 			delete(rt.codes, h)
+		}
+	}
+	for h, d := range rt.devices {
+		if !now.Before(d.Expires) {
+			delete(rt.userCodes, d.UserCode)
+			delete(rt.devices, h)
 		}
 	}
 }
@@ -294,6 +304,16 @@ func (s *Service) serveOAuth(w http.ResponseWriter, r *http.Request, p string) (
 			return "exchangeToken", s.writeOAuthError(w, "", http.StatusMethodNotAllowed, "invalid_request", "Use POST.")
 		}
 		return "exchangeToken", s.token(w, r)
+	case deviceAuthorizationPath:
+		if !allow(http.MethodPost) {
+			return "authorizeDevice", s.writeOAuthError(w, "", http.StatusMethodNotAllowed, "invalid_request", "Use POST.")
+		}
+		return "authorizeDevice", s.deviceAuthorization(w, r)
+	case devicePath:
+		if !allow(http.MethodGet, http.MethodPost) {
+			return "device", s.writeErrorPage(w, http.StatusMethodNotAllowed, "Wrong method", "Use the device sign-in page.")
+		}
+		return "device", s.devicePage(w, r)
 	case revokePath:
 		if !allow(http.MethodPost) {
 			return "revokeToken", s.writeOAuthError(w, "", http.StatusMethodNotAllowed, "invalid_request", "Use POST.")
@@ -350,6 +370,8 @@ func (s *Service) serveASMetadata(w http.ResponseWriter) int {
 		Token:         iss + tokenPath,
 		Registration:  iss + registerPath,
 		Revocation:    iss + revokePath,
+
+		DeviceAuthorization: iss + deviceAuthorizationPath,
 	}, supportedScopes, false))
 }
 
@@ -424,7 +446,7 @@ func (s *Service) register(w http.ResponseWriter, r *http.Request) int {
 	if m := in.TokenEndpointAuthMethod; m != nil && *m != "none" {
 		return fail("invalid_client_metadata", "Only public clients can register: token_endpoint_auth_method must be \"none\" (PKCE protects the code).")
 	}
-	grants, e := in.Grants(true)
+	grants, e := in.Grants(true, oauthserver.DeviceGrantType)
 	if e == nil {
 		e = in.CheckResponseTypes()
 	}
@@ -622,21 +644,32 @@ func (s *Service) publicClient(w http.ResponseWriter, r *http.Request, op string
 	return c, 0
 }
 
+// clientForm reads a form posted by a public client to op's endpoint and takes s.mu: the
+// client, the form and the unlock, or the status of the error answer already written.
+func (s *Service) clientForm(w http.ResponseWriter, r *http.Request, op string) (*oauthClient, url.Values, func(), int) {
+	f, fe := oauthserver.ReadForm(w, r)
+	if fe != nil {
+		return nil, nil, nil, s.writeOAuthJSON(w, op, fe.Status, fe)
+	}
+	s.mu.Lock()
+	c, status := s.publicClient(w, r, op, f, true)
+	if status != 0 {
+		s.mu.Unlock()
+		return nil, nil, nil, status
+	}
+	return c, f, s.mu.Unlock, 0
+}
+
 // token is the RFC 6749 token endpoint.
 func (s *Service) token(w http.ResponseWriter, r *http.Request) int {
 	const op = "exchangeToken"
-	f, fe := oauthserver.ReadForm(w, r)
-	if fe != nil {
-		return s.writeOAuthJSON(w, op, fe.Status, fe)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c, status := s.publicClient(w, r, op, f, true)
+	c, f, unlock, status := s.clientForm(w, r, op)
 	if status != 0 {
 		return status
 	}
+	defer unlock()
 	grantType := f.Get("grant_type")
-	if e := oauthserver.CheckGrantType(grantType, c.GrantTypes); e != nil {
+	if e := oauthserver.CheckGrantType(grantType, c.GrantTypes, oauthserver.DeviceGrantType); e != nil {
 		return s.writeOAuthJSON(w, op, e.Status, e)
 	}
 	now := s.now()
@@ -644,9 +677,12 @@ func (s *Service) token(w http.ResponseWriter, r *http.Request) int {
 	s.dirty = s.st.OAuth.sweep(now)
 	var resp *oauthserver.TokenResponse
 	var e *oauthserver.Error
-	if grantType == "authorization_code" {
+	switch grantType {
+	case "authorization_code":
 		resp, e = s.exchangeCode(c, f, now)
-	} else {
+	case oauthserver.DeviceGrantType:
+		resp, e = s.exchangeDevice(c, f, now)
+	default:
 		resp, e = s.refresh(c, f, now)
 	}
 	if s.dirty {
@@ -689,14 +725,20 @@ func (s *Service) exchangeCode(c *oauthClient, f url.Values, now time.Time) (*oa
 	if s.st.Users[ac.UserID] == nil {
 		return nil, oauthserver.BadRequest("invalid_grant", "The user of the authorization code no longer exists.")
 	}
-	g := &oauthGrant{ID: newID("g_"), ClientID: c.ID, UserID: ac.UserID, Scope: ac.Scope, Resource: ac.Resource, Created: now}
+	g := s.newGrant(c, ac.UserID, ac.Scope, ac.Resource, now)
+	ac.GrantID = g.ID
+	return s.issueTokens(c, g, g.Scope, now), nil
+}
+
+// newGrant records a user's consent to a client, from which tokens are issued. The caller holds s.mu.
+func (s *Service) newGrant(c *oauthClient, userID, scope, resource string, now time.Time) *oauthGrant {
+	g := &oauthGrant{ID: newID("g_"), ClientID: c.ID, UserID: userID, Scope: scope, Resource: resource, Created: now}
 	for s.st.OAuth.Grants[g.ID] != nil {
 		g.ID = newID("g_")
 	}
 	s.st.OAuth.Grants[g.ID] = g
-	ac.GrantID = g.ID
 	s.changed()
-	return s.issueTokens(c, g, g.Scope, now), nil
+	return g
 }
 
 // refresh exchanges a refresh token for new tokens and rotates it; presenting a rotated refresh

@@ -219,6 +219,17 @@ func (s *Service) consentPage(w http.ResponseWriter, r *http.Request) int {
 	if c == nil || u == nil {
 		return s.expiredPage(w)
 	}
+	if ar.Device != "" {
+		da := s.oauth.devices[ar.Device]
+		if da == nil {
+			return s.expiredPage(w)
+		}
+		return s.writePage(w, http.StatusOK, "consent", "", map[string]any{
+			"Title": "Allow access to your cards?", "Client": c.displayName(), "ClientID": c.ID, "Named": c.Name != "",
+			"Device": da.UserCode, "Scopes": strings.Fields(ar.Scope), "Resource": ar.Resource, "User": u.Nickname,
+			"Request": ar.ID, "CSRF": s.csrfToken("consent", bs.ID, ar.ID), "Action": consentPath,
+		})
+	}
 	ru, err := url.Parse(ar.RedirectURI)
 	if err != nil {
 		return s.expiredPage(w)
@@ -253,6 +264,9 @@ func (s *Service) consent(w http.ResponseWriter, r *http.Request) int {
 		return s.writeErrorPage(w, http.StatusBadRequest, "Invalid answer", "Choose Allow or Deny.")
 	}
 	delete(s.oauth.pending, ar.ID) // a pending request is answered once
+	if ar.Device != "" {
+		return s.answerDevice(w, ar, bs.UserID, decision == "allow")
+	}
 	params := url.Values{"state": {ar.State}, "iss": {s.issuer()}}
 	if decision == "deny" {
 		params.Set("error", "access_denied")
@@ -322,6 +336,14 @@ var pageTemplates = oauthserver.NewPages("34rem", "Card service sandbox", "Card 
 {{end}}</form>
 </body></html>{{end}}
 
+{{define "device"}}{{template "head" .}}
+<p>Type the code your terminal shows to sign it in to your card service account.</p>
+<form method="post" action="{{.Action}}">
+<p><input name="user_code" value="{{.UserCode}}" autocomplete="off" autocapitalize="characters" spellcheck="false" aria-label="Code"></p>
+<p><button type="submit" class="primary">Continue</button></p>
+</form>
+</body></html>{{end}}
+
 {{define "consent"}}{{template "head" .}}
 <p>Signed in as <strong>{{.User}}</strong>.</p>
 <div class="box">
@@ -329,10 +351,12 @@ var pageTemplates = oauthserver.NewPages("34rem", "Card service sandbox", "Card 
 <ul>{{range .Scopes}}<li><code>{{.}}</code>{{if eq . "mcp:card-writer"}}: create and edit your cards, worldbooks and trial cards, upload images, and submit cards for review{{end}}</li>{{end}}</ul>
 <p class="muted">For the API at <code>{{.Resource}}</code>.</p>
 </div>
-<div class="box{{if .Loopback}} warn{{end}}">
+{{if .Device}}<div class="box warn">
+<p>This signs in the device that showed you the code <strong>{{.Device}}</strong>. Allow only if you have just started signing in there yourself.</p>
+</div>{{else}}<div class="box{{if .Loopback}} warn{{end}}">
 <p>If you allow it, the answer goes to <strong>{{.RedirectHost}}</strong>:<br><code>{{.RedirectURI}}</code></p>
 {{if .Loopback}}<p>That is an application on this computer. Allow only if you have just started signing in from an application you trust.</p>{{end}}
-</div>
+</div>{{end}}
 {{template "decision" .}}
 </body></html>{{end}}
 `)

@@ -34,11 +34,12 @@ func TestOAuthMetadata(t *testing.T) {
 		t.Fatalf("AS metadata does not match the contract: %v", err)
 	}
 	want := map[string]any{
-		"issuer":                 e.base,
-		"authorization_endpoint": e.base + "/oauth/authorize",
-		"token_endpoint":         e.base + "/oauth/token",
-		"registration_endpoint":  e.base + "/oauth/register",
-		"revocation_endpoint":    e.base + "/oauth/revoke",
+		"issuer":                        e.base,
+		"authorization_endpoint":        e.base + "/oauth/authorize",
+		"token_endpoint":                e.base + "/oauth/token",
+		"registration_endpoint":         e.base + "/oauth/register",
+		"revocation_endpoint":           e.base + "/oauth/revoke",
+		"device_authorization_endpoint": e.base + "/oauth/device_authorization",
 		"authorization_response_iss_parameter_supported": true,
 	}
 	for k, v := range want {
@@ -50,7 +51,7 @@ func TestOAuthMetadata(t *testing.T) {
 		"scopes_supported":                      {scope},
 		"code_challenge_methods_supported":      {"S256"},
 		"token_endpoint_auth_methods_supported": {"none"},
-		"grant_types_supported":                 {"authorization_code", "refresh_token"},
+		"grant_types_supported":                 {"authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"},
 		"response_types_supported":              {"code"},
 	}
 	for k, v := range lists {

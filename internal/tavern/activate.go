@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // The activation simulator: SillyTavern's checkWorldInfo (public/scripts/world-info.js) run over
@@ -104,6 +105,9 @@ type SimOptions struct {
 	// Native are the rules of entries without MatchOptions (the card service's own): zero is
 	// case-insensitive substrings, secondary keywords an AND gate, keys taken literally.
 	Native MatchOptions
+	// Budget, when set, bounds the time regular expression matches take (and ends the scan when
+	// the call does); nil: each match is bounded alone.
+	Budget MatchBudget
 	// TokenBudget is the World Info token budget (0: none, every activated entry is admitted).
 	TokenBudget int
 	// CountTokens counts the tokens of a text for TokenBudget; it must be set when TokenBudget is.
@@ -118,6 +122,15 @@ type SimOptions struct {
 	// Presorted keeps the entries in the order given (getSortedEntries over several books)
 	// instead of sorting them by SortOrder.
 	Presorted bool
+}
+
+// MatchBudget is what the regular expression matches of a simulation may spend: Simulate asks
+// Allow before each match and reports the time it took to Spend.
+type MatchBudget interface {
+	// Allow returns how long the next match may run, or the error that ends the simulation.
+	Allow() (time.Duration, error)
+	// Spend records the time a match took.
+	Spend(d time.Duration)
 }
 
 // FilterTarget is what an entry's characterFilter is tested on: getCharaFilename and the
@@ -149,6 +162,9 @@ type Simulation struct {
 	Activated []int
 	// Overflowed reports whether the budget stopped admissions.
 	Overflowed bool
+	// Err is why the scan stopped before its end (SimOptions.Budget's error); the results are
+	// then incomplete. nil when it ran to its end.
+	Err error
 }
 
 // Scan states (world-info.js scan_state).
@@ -666,6 +682,7 @@ type simulator struct {
 	admitted      []*simEntry
 	activatedText string
 	overflowed    bool
+	err           error // why the scan stopped early (the matching budget's error)
 }
 
 // Simulate runs SillyTavern's World Info activation over entries and tells, for each, whether it
@@ -699,7 +716,7 @@ func Simulate(entries []Entry, opts SimOptions) *Simulation {
 	steps := s.run(sorted)
 	s.setTimedEffects(all)
 
-	out := &Simulation{Results: make([]Result, len(all)), Steps: steps, TimedEffects: s.effectsAfter(), Overflowed: s.overflowed}
+	out := &Simulation{Results: make([]Result, len(all)), Steps: steps, TimedEffects: s.effectsAfter(), Overflowed: s.overflowed, Err: s.err}
 	for _, e := range s.admitted {
 		out.Activated = append(out.Activated, e.idx)
 	}
@@ -741,7 +758,7 @@ func (s *simulator) run(sorted []*simEntry) int {
 	failed := map[*simEntry]bool{}
 	state := stateInitial
 	count := 0
-	for state != stateNone {
+	for state != stateNone && s.err == nil {
 		if s.st.MaxRecursionSteps > 0 && s.st.MaxRecursionSteps <= count {
 			for _, e := range sorted {
 				if !activated[e] && !failed[e] && e.e.IsEnabled {
@@ -860,6 +877,8 @@ func (s *simulator) run(sorted []*simEntry) int {
 func (s *simulator) consider(e *simEntry, state, step int, level float64) bool {
 	sticky := s.isSticky[e.idx]
 	switch {
+	case s.err != nil:
+		return false
 	case !e.e.IsEnabled:
 		e.say(step, "disabled")
 		return false
@@ -1019,8 +1038,8 @@ func (s *simulator) keyMatches(text *scanText, key string, e *simEntry) bool {
 // matchKeys is WorldInfoBuffer.matchKeys.
 func (s *simulator) matchKeys(text *scanText, needle string, e *simEntry) bool {
 	if re := s.regex(needle, e); re != nil {
-		ok, err := re.testRunes(text.runes())
-		if err != nil {
+		ok, err := s.test(re, text.runes())
+		if err != nil && s.err == nil {
 			e.note(fmt.Sprintf("regular expression %q took too long and counts as no match", needle))
 		}
 		return ok
@@ -1063,11 +1082,39 @@ func (s *simulator) plainMatch(t *scanText, needle string, cs, ww bool, e *simEn
 	if !cs {
 		rs = t.lowerRunes()
 	}
-	ok, err := re.testRunes(rs)
-	if err != nil {
+	ok, err := s.test(re, rs)
+	if err != nil && s.err == nil {
 		e.note(fmt.Sprintf("whole-word match of %q took too long and counts as no match", needle))
 	}
 	return ok
+}
+
+// test is re.testRunes within the budget: each match runs at most what the budget allows, and
+// a spent budget (or an ended call) stops the scan (s.err).
+func (s *simulator) test(re *jsRegex, rs []rune) (bool, error) {
+	if s.err != nil {
+		return false, s.err
+	}
+	b := s.opts.Budget
+	if b == nil {
+		return re.testRunes(rs)
+	}
+	left, err := b.Allow()
+	if err != nil {
+		s.err = err
+		return false, err
+	}
+	re.re.MatchTimeout = min(regexTimeout, left)
+	start := time.Now()
+	ok, err := re.testRunes(rs)
+	b.Spend(time.Since(start))
+	if err != nil && left < regexTimeout {
+		// The budget, not the match's own bound, ran out.
+		if _, err := b.Allow(); err != nil {
+			s.err = err
+		}
+	}
+	return ok, err
 }
 
 // regex is parseRegexFromString, cached; it notes a key that looks like /pattern/ but is plain text.

@@ -50,7 +50,19 @@ const creatorNotesKey = "cardwriter/creatorNotes"
 const (
 	extData = "data"
 	extRoot = "root"
+	// extRootCopies lists the top-level fields of the file that were copies of data fields (the
+	// V1 fields and creatorcomment SillyTavern writes beside data): an export writes them again,
+	// as copies of the data fields then, and adds none the file did not have.
+	extRootCopies = "rootCopies"
 )
+
+// rootCopyOf is the data field a top-level copy repeats.
+func rootCopyOf(k string) string {
+	if k == "creatorcomment" {
+		return "creator_notes"
+	}
+	return k
+}
 
 // cardFromObject reads a decoded card JSON object of any version and returns the card and its spec.
 func cardFromObject(root map[string]any) (*Card, string, error) {
@@ -129,17 +141,27 @@ func cardV2V3(root, data map[string]any) (*Card, error) {
 		return nil, err
 	}
 	top := map[string]any{}
+	var copies []string
 	for k, v := range root {
 		switch k {
 		case "spec", "spec_version", "data":
 			continue
 		}
 		if isV1Copy(k, v, data) {
+			copies = append(copies, k)
 			continue
 		}
 		top[k] = v
 	}
 	ext := map[string]any{}
+	if len(copies) > 0 {
+		sort.Strings(copies)
+		list := make([]any, len(copies))
+		for i, k := range copies {
+			list[i] = k
+		}
+		ext[extRootCopies] = list
+	}
 	if len(rest) > 0 {
 		ext[extData] = rest
 	}
@@ -159,7 +181,7 @@ func isV1Copy(k string, v any, data map[string]any) bool {
 	case "name", "description", "personality", "scenario", "first_mes", "mes_example", "tags":
 		return reflect.DeepEqual(v, data[k])
 	case "creatorcomment":
-		return reflect.DeepEqual(v, data["creator_notes"])
+		return reflect.DeepEqual(v, data[rootCopyOf(k)])
 	}
 	return false
 }
@@ -338,6 +360,15 @@ func cardObject(c *Card, spec string) (*obj, error) {
 		for _, k := range v1Fields {
 			v, _ := data.get(k)
 			root.set(k, v)
+		}
+	}
+	// The copies the file had at its top level, as the data fields are now.
+	copies, _ := c.Extensions[extRootCopies].([]any)
+	for _, k := range copies {
+		if k, ok := k.(string); ok && !root.has(k) {
+			if v, ok := data.get(rootCopyOf(k)); ok {
+				root.set(k, v)
+			}
 		}
 	}
 	// setRest skips spec, spec_version and data: they are set already.

@@ -70,7 +70,15 @@ func Split(results []Result) Report {
 // macros as SillyTavern replaces them when it puts the text into the chat, and those of the
 // entries' keys and content ({{char}} is the card's name, {{user}} the reader's).
 func Match(entries []Entry, text string, opts MatchOptions, m Macros) []Result {
-	return Simulate(entries, SimOptions{Settings: DefaultSettings(), Chat: []Message{{Text: m.Substitute(text)}}, Macros: m, Native: opts}).Results
+	res, _ := MatchWithin(entries, text, opts, m, nil)
+	return res
+}
+
+// MatchWithin is Match with its regular expression matches drawn from budget (nil: none); it
+// stops at the budget's error, returning it.
+func MatchWithin(entries []Entry, text string, opts MatchOptions, m Macros, budget MatchBudget) ([]Result, error) {
+	sim := Simulate(entries, SimOptions{Settings: DefaultSettings(), Chat: []Message{{Text: m.Substitute(text)}}, Macros: m, Native: opts, Budget: budget})
+	return sim.Results, sim.Err
 }
 
 // quoteList renders keys as "a", "b".

@@ -352,6 +352,9 @@ func BuildPrompt(ctx context.Context, in PromptInput) (*Prompt, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	if sim.Err != nil {
+		return nil, sim.Err // the matching budget (SimOptions.Budget) is spent
+	}
 	out.Sim = sim
 	m := opts.Macros
 	contents := map[int]string{}

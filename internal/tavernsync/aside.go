@@ -126,6 +126,26 @@ func (k asideKeys) trial(clientKey string) aside.Key {
 	return aside.Key{BaseURL: k.base, UserID: k.user, Kind: aside.KindTrial, ID: clientKey}
 }
 
+// checkAside refuses, before anything is sent to the card service, an import whose kept-aside
+// data (v, nil: nothing more) would pass the user's quota, in a store that has one.
+func checkAside(ctx context.Context, s AsideStore, keys asideKeys, v any) error {
+	q, ok := s.(interface {
+		Check(ctx context.Context, user string, size int64) error
+	})
+	if !ok {
+		return nil
+	}
+	size := 0
+	if v != nil {
+		data, err := jsontext.Marshal(v)
+		if err != nil {
+			return fmt.Errorf("measure what is kept aside: %w", err)
+		}
+		size = len(data)
+	}
+	return q.Check(ctx, keys.user, int64(size))
+}
+
 // loadRecord reads a record into v; ok is false when there is none. Numbers are kept exact, so
 // that extension values are written back exactly as they came.
 func loadRecord(ctx context.Context, s AsideStore, key aside.Key, v any) (bool, error) {
@@ -177,8 +197,17 @@ func cardKeptAside(l *tavern.Leftovers) []string {
 			out = append(out, ns+"."+k)
 		}
 	}
-	for ns := range l.Card {
-		if ns != "data" && ns != "root" {
+	for ns, v := range l.Card {
+		switch ns {
+		case "data", "root":
+		case "rootCopies": // the top-level copies of data fields: named as where they go
+			list, _ := v.([]any)
+			for _, k := range list {
+				if k, ok := k.(string); ok {
+					out = append(out, "root."+k)
+				}
+			}
+		default:
 			out = append(out, ns)
 		}
 	}

@@ -152,6 +152,9 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 	if r.keys, err = asideKeysFor(ctx, c.Client); err != nil {
 		return nil, err
 	}
+	if err := checkAside(ctx, c.Aside, r.keys, card.Leftovers()); err != nil {
+		return nil, err
+	}
 	r.steps.start(ctx, "create the card")
 	created, _, err := c.Client.CreateCard(ctx, upstream.CardCreateInput{RoleName: card.Name, IdempotencyKey: r.idempotencyKey()})
 	if err != nil {
@@ -534,6 +537,9 @@ func importTrial(ctx context.Context, c Env, card *tavern.Card, format tavern.Fo
 		return nil, err
 	}
 	left := card.Leftovers()
+	if err := checkAside(ctx, c.Aside, keys, left); err != nil {
+		return nil, err
+	}
 	rec := trialRecord{cardRecord: cardRecord{Version: recordVersion, Card: left.Card, Creator: left.Creator,
 		CharacterVersion: left.CharacterVersion, Tags: card.Tags}}
 	rec.Source.SHA256, rec.Source.Format = sha, format

@@ -58,6 +58,9 @@ func ImportWorldbook(ctx context.Context, c Env, in ImportWorldbookArgs) (json.R
 	if err != nil {
 		return nil, err
 	}
+	if err := checkAside(ctx, c.Aside, keys, nil); err != nil {
+		return nil, err
+	}
 	out := importWorldbookResult{RoleID: in.RoleID, CreatedEntryIDs: []string{}, Notes: []string{}}
 	var rec worldbookRecord
 	st := &steps{p: c.Progress, total: (len(book.Entries) + entriesPerWrite - 1) / entriesPerWrite}

@@ -6,6 +6,7 @@ package tokens
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/pkoukk/tiktoken-go"
@@ -74,11 +75,19 @@ func count(s string, limit int) (int, error) {
 	return countEnc(enc, s, limit), nil
 }
 
+// encoded counts the bytes every count has tokenized (Encoded).
+var encoded atomic.Int64
+
+// Encoded returns how many bytes of text the counts of this process have tokenized so far: a
+// deterministic measure of their cost, for tests that guard it.
+func Encoded() int64 { return encoded.Load() }
+
 // countEnc counts with enc a chunk at a time, stopping once past limit (-1: none).
 func countEnc(enc *tiktoken.Tiktoken, s string, limit int) int {
 	n := 0
 	for len(s) > 0 {
 		end := cut(s)
+		encoded.Add(int64(end))
 		n += len(enc.Encode(s[:end], nil, nil))
 		s = s[end:]
 		if limit >= 0 && n > limit {
@@ -107,6 +116,11 @@ func cut(s string) int {
 }
 
 func isSpace(b byte) bool { return b == ' ' || b == '\t' || b == '\n' || b == '\r' }
+
+// CountUpTo returns the number of cl100k_base tokens of s when it is at most limit, else a
+// number over limit: it tokenizes s only until it is past limit, so its cost is bounded by
+// limit and not by s.
+func CountUpTo(s string, limit int) (int, error) { return count(s, limit) }
 
 // Within reports whether s has at most limit tokens. A token is at least one byte, so a string
 // of at most limit bytes is within it without being tokenized; a longer one is tokenized only

@@ -120,3 +120,22 @@ func TestCountAddsAtLineBreaks(t *testing.T) {
 		}
 	}
 }
+
+// TestCountUpTo: within the limit the count is Count's; past it, counting stops soon after the
+// limit rather than at the end of the text.
+func TestCountUpTo(t *testing.T) {
+	t.Parallel()
+	short := "The lighthouse keeper counts the ships."
+	want, err := Count(short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := CountUpTo(short, 1000); err != nil || got != want {
+		t.Errorf("within the limit: %d %v, want %d", got, err, want)
+	}
+	long := strings.Repeat("lighthouse keeper ", 100_000)
+	got, err := CountUpTo(long, 1000)
+	if err != nil || got <= 1000 || got > 1000+chunk {
+		t.Errorf("past the limit: %d %v, want just over 1000", got, err)
+	}
+}

@@ -694,24 +694,50 @@ func originOf(u *url.URL) string {
 	return scheme + "://" + net.JoinHostPort(strings.ToLower(u.Hostname()), port)
 }
 
-// parseAPIHost checks that s is an http(s) origin and returns it normalised.
+// parseAPIHost checks that s is an http(s) origin and returns it normalised. Its errors show
+// a valid address: s corrected when it can be (a scheme added, a path dropped), else an example.
 func parseAPIHost(s string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimSpace(s))
-	if err != nil {
-		return nil, errors.New("upstream: the API host is not a valid URL")
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "@") {
+		return nil, errors.New("upstream: the API host must not carry user information")
+	}
+	u, err := url.Parse(s)
+	if err == nil && u.Scheme != "" && u.Host == "" && u.Opaque != "" {
+		err = errors.New("no scheme") // "localhost:8090" parses as scheme "localhost"
+	}
+	if err != nil || u.Scheme == "" {
+		return nil, fmt.Errorf("upstream: the API host %q has no scheme: it must start with http:// or https://, e.g. %s", s, SuggestAPIHost(s))
 	}
 	scheme := strings.ToLower(u.Scheme)
 	switch {
 	case scheme != "http" && scheme != "https":
-		return nil, errors.New("upstream: the API host must start with http:// or https://")
-	case u.Opaque != "" || u.Host == "" || u.Hostname() == "":
-		return nil, errors.New("upstream: the API host has no host name")
-	case u.User != nil:
-		return nil, errors.New("upstream: the API host must not carry user information")
+		return nil, fmt.Errorf("upstream: the API host %q must start with http:// or https://, e.g. %s", s, SuggestAPIHost(u.Host))
+	case u.Host == "" || u.Hostname() == "":
+		return nil, fmt.Errorf("upstream: the API host %q has no host name; give e.g. https://api.example.com", s)
 	case (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
-		return nil, errors.New("upstream: the API host must be scheme://host[:port], with no path, query or fragment")
+		return nil, fmt.Errorf("upstream: the API host must be scheme://host[:port], with no path, query or fragment (the API's /open/v1 is added): give %s", scheme+"://"+u.Host)
 	}
 	return &url.URL{Scheme: scheme, Host: strings.ToLower(u.Host)}, nil
+}
+
+// SuggestAPIHost is a valid API host made of what the user typed as host[:port][/path]: http://
+// for this machine, https:// elsewhere; https://api.example.com when nothing usable is there.
+func SuggestAPIHost(s string) string {
+	if i := strings.Index(s, "://"); i >= 0 {
+		s = s[i+3:]
+	}
+	host, _, _ := strings.Cut(s, "/")
+	if host == "" || strings.ContainsAny(host, " @?#") {
+		return "https://api.example.com"
+	}
+	h := host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		h = hh
+	}
+	if h == "localhost" || net.ParseIP(strings.Trim(h, "[]")) != nil && net.ParseIP(strings.Trim(h, "[]")).IsLoopback() {
+		return "http://" + host
+	}
+	return "https://" + host
 }
 
 // apiBasePath is the contract's server path, "/open/v1", read from its servers list.

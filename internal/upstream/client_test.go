@@ -29,6 +29,13 @@ func TestNew(t *testing.T) {
 		{host: "http://[::1]:8080", want: "http://[::1]:8080/open/v1"},
 		{host: "ftp://api.example.com", wantErr: "http:// or https://"},
 		{host: "api.example.com", wantErr: "http:// or https://"},
+		// A mistyped address is answered with a valid one to copy.
+		{host: "api.example.com", wantErr: "e.g. https://api.example.com"},
+		{host: "localhost:8090", wantErr: "e.g. http://localhost:8090"},
+		{host: "127.0.0.1:8090/open/v1", wantErr: "e.g. http://127.0.0.1:8090"},
+		{host: "ftp://cards.example.org", wantErr: "e.g. https://cards.example.org"},
+		{host: "user:pass-SECRET@api.example.com", wantErr: "user information"},
+		{host: "https://api.example.com/open/v1/", wantErr: "give https://api.example.com"},
 		{host: "https://", wantErr: "no host"},
 		{host: "https://user:pass-SECRET@api.example.com", wantErr: "user information"},
 		{host: "https://api.example.com/open/v1", wantErr: "no path"},

@@ -88,6 +88,16 @@ func (c *Client) Identity(ctx context.Context) Identity {
 // limits and whatever a user owns on this server.
 func (c *Client) Principal(ctx context.Context) string { return c.Identity(ctx).UserID }
 
+// LimitKey names the user of the call in ctx for per-user limits without asking anyone (see
+// limitKey); "" when no token is signed in.
+func (c *Client) LimitKey(ctx context.Context) string {
+	token, err := c.tokenOf(ctx)
+	if err != nil || token == "" {
+		return ""
+	}
+	return c.limitKey(ctx, token)
+}
+
 // limitKey names the user of a call for the per-user limits without asking anyone: the
 // identity's user, the user remembered for the token, or else the token's digest.
 func (c *Client) limitKey(ctx context.Context, token Token) string {
