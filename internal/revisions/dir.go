@@ -432,19 +432,6 @@ func (b *dirBackend) saveShadow(_ context.Context, tag, clientKey string, data [
 	return writeNew(path, data)
 }
 
-// ping writes and removes a file in the root folder: a full disk or a read-only folder fails.
-func (b *dirBackend) ping(context.Context) error {
-	if err := mkdir(b.root); err != nil {
-		return err
-	}
-	var r [8]byte
-	_, _ = rand.Read(r[:])
-	path := filepath.Join(b.root, tmpPrefix+"ping-"+hex.EncodeToString(r[:]))
-	err := os.WriteFile(path, make([]byte, 4096), 0o600)
-	_ = os.Remove(path)
-	return err
-}
-
 // ImportKV moves the revisions and trial shadows an earlier version kept in kv (the embedded
 // store) into s, a directory store, and deletes them from kv; it returns how many it moved.
 // A record that cannot be read is left where it is. reown, when not nil, names the owner a

@@ -13,7 +13,7 @@ import (
 )
 
 // TestDiskFull: on a full disk (a 1 MiB tmpfs), Keep fails with the system's reason
-// (ENOSPC) and Ping says so; once room is made, both work again. It needs to mount a tmpfs
+// (ENOSPC) and Fault says so (for /readyz); once room is made, both work again. It needs to mount a tmpfs
 // (root, and a system that allows it): it skips with a message where it cannot.
 func TestDiskFull(t *testing.T) {
 	t.Parallel()
@@ -41,20 +41,20 @@ func TestDiskFull(t *testing.T) {
 	if !errors.Is(err, syscall.ENOSPC) {
 		t.Errorf("keep on a full disk: %v, want ENOSPC", err)
 	}
-	if err := s.Ping(ctx); !errors.Is(err, syscall.ENOSPC) {
-		t.Errorf("ping on a full disk: %v, want ENOSPC", err)
+	if err := s.Fault(); !errors.Is(err, syscall.ENOSPC) {
+		t.Errorf("the store's fault on a full disk: %v, want ENOSPC", err)
 	}
 	if list, err := s.List(ctx, alice, KindCard, "r_1"); err != nil || len(list) != 1 {
 		t.Errorf("after the failure: %d listed, %v; want the one kept before", len(list), err)
 	}
 	_ = os.Remove(filler)
-	if err := s.Ping(ctx); err != nil {
-		t.Errorf("ping once room is made: %v", err)
-	}
 	keep(t, s, alice, KindCard, "r_1", `"after"`)
+	if err := s.Fault(); err != nil {
+		t.Errorf("the store's fault once a revision is saved again: %v", err)
+	}
 }
 
-// TestDirFault: a folder that cannot be written (its path is a file) fails Keep and Ping with
+// TestDirFault: a folder that cannot be written (its path is a file) fails Keep, and Fault says,
 // the system's reason, whatever the machine allows.
 func TestDirFault(t *testing.T) {
 	t.Parallel()
@@ -67,7 +67,7 @@ func TestDirFault(t *testing.T) {
 	if !errors.Is(err, syscall.ENOTDIR) {
 		t.Errorf("keep: %v, want ENOTDIR", err)
 	}
-	if err := s.Ping(context.Background()); !errors.Is(err, syscall.ENOTDIR) {
-		t.Errorf("ping: %v, want ENOTDIR", err)
+	if err := s.Fault(); !errors.Is(err, syscall.ENOTDIR) {
+		t.Errorf("the store's fault: %v, want ENOTDIR", err)
 	}
 }

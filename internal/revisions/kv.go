@@ -104,11 +104,4 @@ func (b kvBackend) saveShadow(ctx context.Context, tag, clientKey string, data [
 	return b.kv.Set(ctx, shadowKey(tag, clientKey), data, ttl)
 }
 
-// pingKey is the key ping writes: under rev: so that Redis confirms it as it does revisions.
-const pingKey = prefixIndex + "{ping}"
-
-func (b kvBackend) ping(ctx context.Context) error {
-	return b.kv.Set(ctx, pingKey, []byte("1"), time.Minute)
-}
-
 func (b kvBackend) name() string { return b.kv.Name() }

@@ -10,12 +10,12 @@
 //     updates the index in one atomic step that inserts it in time order and applies the
 //     retention; the dropped revisions' keys are deleted after. An owner's keys share a Redis
 //     Cluster hash tag.
-//   - In a directory (NewDir: the stdio servers of one user, several processes at once): one
-//     file per revision, written once (a temporary file renamed into place) and never
-//     rewritten, under a folder per owner and object. The index is the directory itself: file
-//     names are revision ids, which sort by time. No file is ever renamed over another, and no
-//     process holds a lock or a file open between operations, so any number of processes share
-//     it; retention only deletes files it has decided to drop.
+//   - In a directory (NewDir: the stdio servers of one user, several processes at once): per
+//     owner, segments that each process appends its revisions to (one write per revision) and
+//     never rewrites; every process reads the others' segments from where it last read, and
+//     applies the retention when reading, so all agree. No file is renamed over another and
+//     no lock is held; a segment is deleted only once all its revisions are dropped and no
+//     process appends to it (dir.go).
 //
 // Nothing here reads one owner's records for another.
 package revisions
@@ -174,8 +174,6 @@ type backend interface {
 	// shadow and saveShadow read and write (nil data: delete) a trial card's shadow.
 	shadow(ctx context.Context, tag, clientKey string) ([]byte, error)
 	saveShadow(ctx context.Context, tag, clientKey string, data []byte, ttl time.Duration) error
-	// ping checks that a record could be written now.
-	ping(ctx context.Context) error
 	name() string
 }
 
@@ -186,10 +184,6 @@ func New(kv store.KV, keep Retention) *Store {
 
 // Name describes where the store keeps its records, for logs, doctor and /readyz.
 func (s *Store) Name() string { return s.b.name() }
-
-// Ping checks that the store can write a record now (a full disk, a read-only folder, a Redis
-// that does not answer fail it).
-func (s *Store) Ping(ctx context.Context) error { return s.b.ping(ctx) }
 
 // Retention returns how long the store keeps revisions.
 func (s *Store) Retention() Retention { return s.keep }
