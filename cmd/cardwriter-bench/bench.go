@@ -136,11 +136,18 @@ func newBench(ctx context.Context, cfg config, args []string) (*bench, error) {
 // and no per-user limits when it has them (the harness is one user at full load).
 func httpAuthArgs(bin string) []string {
 	out, _ := exec.Command(bin, "http", "--help").CombinedOutput()
+	return httpAuthArgsOf(out)
+}
+
+// httpAuthArgsOf is httpAuthArgs of the help `http --help` printed ("  --auth" alone on its
+// line, or followed by its type: "  --auth string").
+func httpAuthArgsOf(help []byte) []string {
+	out := help
 	var args []string
-	if regexp.MustCompile(`(?m)^\s+--auth\s*$`).Match(out) {
+	if regexp.MustCompile(`(?m)^\s+--auth(\s|$)`).Match(out) {
 		args = append(args, "--auth", "none")
 	}
-	if regexp.MustCompile(`(?m)^\s+--user-rate\s*$`).Match(out) {
+	if regexp.MustCompile(`(?m)^\s+--user-rate(\s|$)`).Match(out) {
 		args = append(args, "--user-rate", "0", "--user-concurrency", "0", "--upstream-concurrency", "0")
 	}
 	return args

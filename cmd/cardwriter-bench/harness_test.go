@@ -156,3 +156,18 @@ func TestFailedCells(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPAuthArgs: `--auth none` and no per-user limits are given to whichever help format the
+// server prints (its flags alone on their lines, or followed by their type), and nothing to a
+// server without those flags.
+func TestHTTPAuthArgs(t *testing.T) {
+	for _, c := range []struct{ help, want string }{
+		{"Flags:\n  --auth\n      authorization\n  --user-rate\n      calls", "--auth none --user-rate 0 --user-concurrency 0 --upstream-concurrency 0"},
+		{"Flags:\n  --auth string\n      authorization\n  --user-rate float\n      calls", "--auth none --user-rate 0 --user-concurrency 0 --upstream-concurrency 0"},
+		{"Flags:\n  --addr string\n      where\n  --authority string\n      no", ""},
+	} {
+		if got := strings.Join(httpAuthArgsOf([]byte(c.help)), " "); got != c.want {
+			t.Errorf("help %q: %q, want %q", c.help, got, c.want)
+		}
+	}
+}
