@@ -2,14 +2,16 @@
 // server: a card built from SillyTavern's Seraphina (internal/tavern/taverntest/real) with a
 // generated 1,500-entry lorebook is too large for a result, so export_tavern_card and
 // export_tavern_worldbook return a resource_link whose resources/read gives the very bytes
-// `cardwriter-mcp export` writes (stdio, SDK v1 and v2); over stdio, path writes the same file.
-// Over HTTP in proxy mode, on two replicas on one Redis behind nginx, the link reads back on both
-// replicas for the user who exported, is refused (-32002) to another signed-in user, and is
-// refused once its --export-ttl has passed (polled, not slept for).
+// `cardwriter-mcp export` writes (stdio, SDK v1 and v2), listed by resources/list; over stdio with
+// a folder open, the same file is written there by default, and path writes it too. Over HTTP in
+// proxy mode, on two replicas on one Redis behind nginx, the link reads back on both replicas for
+// the user who exported, is listed and refused (-32002) to another signed-in user, its downloadUrl
+// gives a browser the same bytes, and it is refused once its --export-ttl has passed (polled, not
+// slept for).
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync } from 'node:fs';
 import { promisify } from 'node:util';
 import os from 'node:os';
 import path from 'node:path';
@@ -75,38 +77,58 @@ function bytesOf(read) {
 const run = promisify(execFile);
 
 for (const line of ['v1', 'v2']) {
-  test(`stdio, SDK ${line}: a large export comes by resource_link and reads back as the file \`cardwriter-mcp export\` writes`, async () => {
+  test(`stdio, SDK ${line}: a large export comes by resource_link and reads back as the file \`cardwriter-mcp export\` writes; with a folder open, it is written there by default`, async () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'cw-exports-'));
     const data = path.join(dir, 'sandbox.json');
     const out = path.join(dir, 'out');
-    const server = { transport: 'stdio', args: ['stdio', '--sandbox', '--sandbox-data', data, '--allow-dir', dir], env: {} };
-    const client = await connect(line, server);
-    const tools = new Map((await client.listTools()).tools.map((t) => [t.name, t]));
-    const call = async (name, args) => ok(line, tools.get(name), await callTool(line, client, name, args));
+    const open = async (extra) => {
+      const client = await connect(line, { transport: 'stdio', args: ['stdio', '--sandbox', '--sandbox-data', data, ...extra], env: {} });
+      const tools = new Map((await client.listTools()).tools.map((t) => [t.name, t]));
+      return { client, call: async (name, args) => ok(line, tools.get(name), await callTool(line, client, name, args)) };
+    };
+    const exports = (roleId, worldbookId) => [
+      ['export_tavern_card', { roleId, format: 'json' }, ['export', roleId, '--format', 'json']],
+      ['export_tavern_card', { roleId, format: 'png' }, ['export', roleId, '--format', 'png']],
+      ['export_tavern_worldbook', { worldbookId, format: 'lorebook_v3' }, ['export-worldbook', worldbookId, '--format', 'lorebook_v3']],
+    ];
+    const want = {};
+    // No folder open to the server (no roots, no --allow-dir): by link.
+    let { client, call } = await open([]);
+    let ids;
     try {
-      const { roleId, worldbookId } = await buildLargeCard(call);
-      for (const [tool, args, cli] of [
-        ['export_tavern_card', { roleId, format: 'json' }, ['export', roleId, '--format', 'json']],
-        ['export_tavern_card', { roleId, format: 'png' }, ['export', roleId, '--format', 'png']],
-        ['export_tavern_worldbook', { worldbookId, format: 'lorebook_v3' }, ['export-worldbook', worldbookId, '--format', 'lorebook_v3']],
-      ]) {
+      ids = await buildLargeCard(call);
+      for (const [tool, args, cli] of exports(ids.roleId, ids.worldbookId)) {
         const link = linkOf(await call(tool, args));
         const got = bytesOf(await client.readResource({ uri: link.uri }));
         const file = `${out}-${args.format}`;
         await run(BIN, [...cli, '-o', file, '--sandbox', '--sandbox-data', data], { env: cleanEnv() });
-        const want = readFileSync(file);
-        assert.equal(got.length, want.length, `${tool} ${args.format}: resources/read gives ${got.length} bytes, the CLI ${want.length}`);
-        assert.ok(got.equals(want), `${tool} ${args.format}: resources/read is not the file the CLI writes`);
-        assert.equal(link.size, want.length);
-
-        // path writes the same file, inside the allowed folder.
-        const dest = path.join(dir, `by-path-${args.format}`);
-        const res = await call(tool, { ...args, path: dest });
-        assert.equal(res.structuredContent.written.size, want.length);
-        assert.ok(readFileSync(dest).equals(want), `${tool} ${args.format}: the file path wrote differs`);
+        want[args.format] = readFileSync(file);
+        assert.equal(got.length, want[args.format].length, `${tool} ${args.format}: resources/read gives ${got.length} bytes, the CLI ${want[args.format].length}`);
+        assert.ok(got.equals(want[args.format]), `${tool} ${args.format}: resources/read is not the file the CLI writes`);
+        assert.equal(link.size, want[args.format].length);
+        const listed = (await client.listResources()).resources.map((r) => r.uri);
+        assert.ok(listed.includes(link.uri), `resources/list does not name ${link.uri}: ${listed}`);
       }
       // Nothing of another export is readable by guessing.
       await assert.rejects(client.readResource({ uri: 'export://00000000000000000000000000000000' }), (e) => e.code === -32002);
+    } finally {
+      await client.close();
+    }
+    // --allow-dir: written there by default, as a new file; path writes the same file.
+    ({ client, call } = await open(['--allow-dir', dir]));
+    try {
+      for (const [tool, args] of exports(ids.roleId, ids.worldbookId)) {
+        const res = await call(tool, args);
+        const { written } = res.structuredContent;
+        assert.ok(written, `${tool} ${args.format}: not written by default: ${Object.keys(res.structuredContent)}`);
+        assert.equal(path.dirname(written.path), realpathSync(dir));
+        assert.ok(res.content[0].text.includes(written.path), 'the text does not say where the file is');
+        assert.ok(readFileSync(written.path).equals(want[args.format]), `${tool} ${args.format}: the file written by default differs`);
+        const dest = path.join(dir, `by-path-${args.format}`);
+        const byPath = await call(tool, { ...args, path: dest });
+        assert.equal(byPath.structuredContent.written.size, want[args.format].length);
+        assert.ok(readFileSync(dest).equals(want[args.format]), `${tool} ${args.format}: the file path wrote differs`);
+      }
     } finally {
       await client.close();
     }
@@ -205,6 +227,17 @@ describe('HTTP proxy mode, two replicas on one Redis: the link is its owner\'s, 
       for (const replica of [0, 1]) {
         await assert.rejects(other.read(link.uri, replica), (e) => e.code === -32002, 'another user read the export');
       }
+      // The author's browser: the download URL, with no sign-in, on the public URL.
+      assert.ok(link.downloadUrl, 'no downloadUrl over HTTP');
+      const dl = await fetch(link.downloadUrl);
+      assert.equal(dl.status, 200, `GET downloadUrl: ${dl.status}`);
+      assert.match(dl.headers.get('content-disposition') ?? '', /^attachment/);
+      assert.ok(Buffer.from(await dl.arrayBuffer()).equals(onFirst), 'the download differs from resources/read');
+      const last = link.downloadUrl.at(-1);
+      assert.equal((await fetch(link.downloadUrl.slice(0, -1) + (last === 'A' ? 'B' : 'A'))).status, 404, 'a changed signature downloaded');
+      // resources/list names it to its owner only (Gemini CLI reads only listed URIs).
+      assert.ok((await owner.client.listResources()).resources.some((r) => r.uri === link.uri), 'not listed for its owner');
+      assert.ok(!(await other.client.listResources()).resources.some((r) => r.uri === link.uri), 'listed for another user');
       // The other user's own export is theirs alone, the other way round too.
       const mine = await other.call('create_card', { roleName: 'Other' });
       const small = await other.call('export_tavern_card', { roleId: mine.structuredContent.roleId });

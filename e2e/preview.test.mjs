@@ -53,7 +53,9 @@ describe('the card preview under the official MCP Apps host bridge', { skip: chr
     artifacts = process.env.CARDWRITER_ARTIFACTS || mkdtempSync(join(tmpdir(), 'card-preview-'));
     mkdirSync(artifacts, { recursive: true });
     server = await serverFor('stdio');
-    client = await connect('v1', server);
+    // A host that renders MCP Apps declares the extension; only then does the server name the
+    // preview in tools/list and put its data in results.
+    client = await connect('v1', server, { capabilities: { extensions: { 'io.modelcontextprotocol/ui': { mimeTypes: ['text/html;profile=mcp-app'] } } } });
     const { tools } = await client.listTools();
     const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
     const ok = async (name, args) => assertSuccess('v1', byName[name], await callTool('v1', client, name, args));

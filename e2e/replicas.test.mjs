@@ -327,7 +327,7 @@ describe('two replicas on one Redis behind nginx', () => {
             continue;
           }
           if (res.isError) {
-            const env = JSON.parse(res.content[1].text);
+            const env = { ...JSON.parse(res.content[1].text), message: res.content[0].text };
             assert.ok(env.retryable, `${name}: a failure that is not retryable: ${env.message}`);
             assert.ok(attempt < 10, `${name}: still failing after ${attempt} attempts: ${env.message}`);
             retried.tool++;
@@ -452,7 +452,7 @@ async function primaryKilledUnderLoad(t, cluster, form) {
         continue;
       }
       if (res.isError) {
-        const env = JSON.parse(res.content[1].text);
+        const env = { ...JSON.parse(res.content[1].text), message: res.content[0].text };
         assert.ok(env.retryable, `${name}: a failure that is not retryable: ${env.message}`);
         await failure(env.error, attempt);
         continue;

@@ -105,7 +105,7 @@ func authoringTools() []Tool {
 			Name:        "publish_card",
 			Toolset:     ToolsetAuthoring,
 			Title:       "Publish a card for review",
-			Description: "Submit a card for review; only when the user asks for it. With validate_card errors nothing is submitted (validation_failed lists them); a card already waiting for review is refused (conflict). A client with elicitation asks the user to confirm; declined submits nothing.",
+			Description: "Submit a card for review, only when the author asks. Refused while validate_card reports errors (validation_failed) or the card awaits review (conflict). The author confirms first.",
 			Operation:   "publishCard",
 			Check:       "get_card",
 			// Not idempotent: a second submission is refused with conflict.

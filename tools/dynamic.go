@@ -59,7 +59,12 @@ func (dt *dynamicToolsets) metaTools() ([]Tool, error) {
 				"The host is told that the tool list changed. Enabling an enabled toolset changes nothing.",
 			Annotations: hints(false, false, true, false),
 			Summary: func(out map[string]any) string {
-				return fmt.Sprintf("Toolset %v: %d tools enabled.", out["toolset"], len(asSlice(out["tools"])))
+				// Some hosts keep the tool list they read at the start of a conversation (Claude Code
+				// 2.1 and Gemini CLI 0.61 offered none of the enabled tools on the next turn, issue
+				// 33): the model is told what to do then.
+				return fmt.Sprintf("Toolset %v: %d tools enabled. If they are not among your tools on your next turn, this host does not take new tools "+
+					"during a conversation: ask the user to restart cardwriter-mcp with --toolsets cards,%v (or without --dynamic-toolsets).",
+					out["toolset"], len(asSlice(out["tools"])), out["toolset"])
 			},
 			Handler: dt.enable,
 		},

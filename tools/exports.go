@@ -1,14 +1,18 @@
 package tools
 
 import (
+	"bytes"
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf16"
@@ -54,6 +58,18 @@ type exportRecord struct {
 	Expires  time.Time `json:"expiresAt"`
 }
 
+// exportIndexPrefix starts the store key that lists a user's live exports for resources/list:
+// "exports-of:" + a digest of the owner, one value holding the links (never the bytes) of the
+// newest maxListedExports, pruned of the expired at each export, expiring with the newest.
+const exportIndexPrefix = "exports-of:"
+
+// maxListedExports bounds how many of a user's exports resources/list names.
+const maxListedExports = 100
+
+// DownloadPath is where the HTTP server serves the download URLs of large exports:
+// DownloadPath + ID + "." + signature.
+const DownloadPath = "/download/"
+
 // exportLink is the structuredContent.link of an export sent by reference.
 type exportLink struct {
 	URI       string `json:"uri"`
@@ -61,6 +77,9 @@ type exportLink struct {
 	MIMEType  string `json:"mimeType"`
 	Size      int    `json:"size"`
 	ExpiresAt string `json:"expiresAt"`
+	// DownloadURL (HTTP with a public URL) is the file for a browser: signed for its owner,
+	// good until ExpiresAt.
+	DownloadURL string `json:"downloadUrl,omitempty"`
 }
 
 // exports keeps large exports in the store for resources/read, each readable by its owner
@@ -74,11 +93,15 @@ type exports struct {
 	client *upstream.Client
 	owner  Owner
 	log    *slog.Logger
+	keys   *signer // signs download URLs
+	public string  // the HTTP server's public origin; "": no download URLs
 }
 
-// newExports returns the exports of a server with opts, calling the card service through client.
-func newExports(opts Options, client *upstream.Client, owner Owner, log *slog.Logger) *exports {
-	x := &exports{kv: opts.Exports, ttl: opts.ExportTTL, now: opts.now, budget: opts.resultBudget(), client: client, owner: owner, log: log}
+// newExports returns the exports of a server with opts, calling the card service through
+// client, owned by owner, signing download URLs with keys.
+func newExports(opts Options, client *upstream.Client, owner Owner, log *slog.Logger, keys *signer) *exports {
+	x := &exports{kv: opts.Exports, ttl: opts.ExportTTL, now: opts.now, budget: opts.resultBudget(), client: client, owner: owner, log: log,
+		keys: keys, public: strings.TrimRight(opts.PublicURL, "/")}
 	if x.kv == nil {
 		x.kv = store.NewMemory()
 	}
@@ -105,6 +128,9 @@ const DefaultExportUserBytes = 64 << 20
 // exportOwner is who may read an export back: the call's Owner (the same as its revisions'),
 // "" when it has none.
 func (x *exports) exportOwner(ctx context.Context) string {
+	if x.owner == nil {
+		return "" // the download handler: its requests carry a signature, not an owner
+	}
 	u, err := x.owner(ctx)
 	if err != nil {
 		return ""
@@ -119,9 +145,13 @@ type exportDest struct {
 }
 
 // deliverExport puts an exported file where the call asks: at path (over stdio), inline in
-// the result when it fits the result budget (as text, image or embedded resource), else in the
-// store behind a resource_link. inline names the result's fields that hold the file inline
-// (the card or lorebook object, dataBase64), dropped when it goes elsewhere.
+// the result when it fits the result budget (as text, image or embedded resource), else (over
+// stdio, with a folder open to the server) in a new file there, else in the store behind a
+// resource_link (and over HTTP a download URL). inline names the result's fields that hold the
+// file inline (the card or lorebook object, dataBase64), dropped when it goes elsewhere. JSON
+// written or linked is laid out in lines, so that hosts' file readers can page it. A file not
+// inline leaves the result's JSON in the text too: a host that shows the model only the text
+// (Gemini CLI) sees every field.
 func deliverExport(ctx context.Context, c *Call, out json.RawMessage, f tavernsync.File, name string, inline ...string) (json.RawMessage, error) {
 	var dest exportDest
 	if err := json.Unmarshal(c.Body, &dest); err != nil {
@@ -131,18 +161,38 @@ func deliverExport(ctx context.Context, c *Call, out json.RawMessage, f tavernsy
 	if err != nil {
 		return nil, err
 	}
+	if isText {
+		data = inLines(data)
+	}
+	deliver := func(key string, v any, content ...mcp.Content) (json.RawMessage, error) {
+		res, err := replaceFields(out, inline, key, v)
+		if err != nil {
+			return nil, err
+		}
+		c.Content = append([]mcp.Content{mcp.NewTextContent(string(res))}, content...)
+		return res, nil
+	}
 	if dest.Path != nil {
 		w, err := tavernsync.WriteLocalFile(ctx, tavernEnv(c), *dest.Path, data, dest.Overwrite)
 		if err != nil {
 			return nil, err
 		}
-		c.Content = []mcp.Content{} // the summary says where the file is
-		return replaceFields(out, inline, "written", w)
+		return deliver("written", w)
 	}
 	content := fileContent(f)
 	if c.Exports.fits(out, content) {
 		c.Content = []mcp.Content{content}
 		return out, nil
+	}
+	w, written, err := tavernsync.WriteDefaultFile(ctx, tavernEnv(c), name, data)
+	var ask *needInput
+	switch {
+	case errors.As(err, &ask):
+		return nil, err
+	case err != nil:
+		c.Log.LogAttrs(ctx, slog.LevelWarn, "export not written to the default folder; linked instead", slog.String("err", err.Error()))
+	case written:
+		return deliver("written", w)
 	}
 	link, err := c.Exports.keep(ctx, name, mime, isText, data)
 	if err != nil {
@@ -152,12 +202,19 @@ func deliverExport(ctx context.Context, c *Call, out json.RawMessage, f tavernsy
 		size := int64(link.Size)
 		rl := mcp.NewResourceLink(link.URI, link.Name, "The exported file; readable with resources/read by the user who exported it until "+link.ExpiresAt+".", link.MIMEType)
 		rl.Size = &size
-		c.Content = []mcp.Content{rl}
-	} else {
-		c.Content = []mcp.Content{mcp.NewTextContent(fmt.Sprintf("The file (%s, %d bytes) is at %s: read it with resources/read (uri %q) before %s.",
-			link.MIMEType, link.Size, link.URI, link.URI, link.ExpiresAt))}
+		return deliver("link", link, rl)
 	}
-	return replaceFields(out, inline, "link", link)
+	return deliver("link", link)
+}
+
+// inLines returns JSON laid out one member or element per line (two-space indent), so that a
+// host's file reader can page it; anything else as it is.
+func inLines(data []byte) []byte {
+	var buf bytes.Buffer
+	if err := json.Indent(&buf, data, "", "  "); err != nil {
+		return data
+	}
+	return buf.Bytes()
 }
 
 // supportsLinks reports whether the call's protocol revision has resource_link content.
@@ -260,7 +317,73 @@ func (x *exports) keep(ctx context.Context, name, mime string, isText bool, data
 	if err := x.kv.Set(ctx, exportKeyPrefix+key, raw, x.ttl); err != nil {
 		return exportLink{}, fmt.Errorf("keep the export for resources/read: %w", err)
 	}
-	return exportLink{URI: exportScheme + "://" + key, Name: name, MIMEType: mime, Size: len(data), ExpiresAt: expires.Format(time.RFC3339)}, nil
+	link := exportLink{URI: exportScheme + "://" + key, Name: name, MIMEType: mime, Size: len(data), ExpiresAt: expires.Format(time.RFC3339)}
+	if x.public != "" {
+		sig, err := x.downloadSig(ctx, key, rec)
+		if err != nil {
+			return exportLink{}, err
+		}
+		link.DownloadURL = x.public + DownloadPath + key + "." + sig
+	}
+	if _, err := x.kv.Update(ctx, exportIndexPrefix+ownerDigest(owner), x.ttl, func(old []byte) ([]byte, error) {
+		links := x.liveOf(old)
+		links = append(links, link)
+		if len(links) > maxListedExports {
+			links = links[len(links)-maxListedExports:]
+		}
+		return json.Marshal(links)
+	}); err != nil {
+		return exportLink{}, fmt.Errorf("list the export for resources/list: %w", err)
+	}
+	return link, nil
+}
+
+// liveOf returns the links of an index value that have not expired, oldest first.
+func (x *exports) liveOf(raw []byte) []exportLink {
+	var links []exportLink
+	if len(raw) == 0 || json.Unmarshal(raw, &links) != nil {
+		return nil
+	}
+	now := x.now()
+	return slices.DeleteFunc(links, func(l exportLink) bool {
+		exp, err := time.Parse(time.RFC3339, l.ExpiresAt)
+		return err != nil || !now.Before(exp)
+	})
+}
+
+// ownerDigest names an owner in a store key: hex, whatever the owner's id holds.
+func ownerDigest(owner string) string {
+	sum := sha256.Sum256([]byte(owner))
+	return hex.EncodeToString(sum[:12])
+}
+
+// downloadSig signs an export's download URL: its id, owner and expiry.
+func (x *exports) downloadSig(ctx context.Context, id string, rec exportRecord) (string, error) {
+	key, err := x.keys.secret(ctx)
+	if err != nil {
+		return "", err
+	}
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "download\x00%s\x00%s\x00%d", id, rec.Owner, rec.Expires.Unix())
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:18]), nil
+}
+
+// live returns the links of the caller's exports that have not expired, newest first.
+func (x *exports) live(ctx context.Context) ([]exportLink, error) {
+	owner := x.exportOwner(ctx)
+	if owner == "" {
+		return nil, nil
+	}
+	raw, err := x.kv.Get(ctx, exportIndexPrefix+ownerDigest(owner))
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("list the exports: %w", err)
+	}
+	links := x.liveOf(raw)
+	slices.Reverse(links)
+	return links, nil
 }
 
 // errNoExport is why an export cannot be read: one answer whether it never existed, expired or
@@ -292,9 +415,26 @@ func (x *exports) read(ctx context.Context, uri string) (exportRecord, error) {
 
 // addExportResources registers the export://{exportId} template, whose reads go to x, read
 // first in a hook (readFirst), so that a read of an export the caller may not have is the
-// protocol's "resource not found". Exports are never listed: each is known only to the result
-// that links it.
+// protocol's "resource not found"; resources/list names the caller's live exports (Gemini
+// CLI's reader finds only listed URIs).
 func addExportResources(srv *server.MCPServer, hooks *server.Hooks, x *exports) {
+	hooks.AddAfterListResources(func(ctx context.Context, _ any, req *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
+		if req.Params.Cursor != "" || res == nil {
+			return
+		}
+		links, err := x.live(ctx)
+		if err != nil {
+			x.log.LogAttrs(ctx, slog.LevelWarn, "exports not listed", slog.String("err", err.Error()))
+			return
+		}
+		for _, l := range links {
+			r := mcp.NewResource(l.URI, l.Name, mcp.WithMIMEType(l.MIMEType),
+				mcp.WithResourceDescription("A file you exported; readable until "+l.ExpiresAt+"."))
+			size := int64(l.Size)
+			r.Size = &size
+			res.Resources = append(res.Resources, r)
+		}
+	})
 	tmpl := mcp.NewResourceTemplate(exportScheme+"://{exportId}", "export",
 		mcp.WithTemplateTitle("Exported file"),
 		mcp.WithTemplateDescription("A file export_tavern_card or export_tavern_worldbook returned by link because it was too large to return inline; readable by the user who exported it until it expires."))

@@ -80,12 +80,16 @@ func linkOf(t *testing.T, e *env, tool string, res *mcp.CallToolResult) map[stri
 	if link == nil || sc["card"] != nil || sc["lorebook"] != nil || sc["dataBase64"] != nil {
 		t.Fatalf("%s: want a link and no inline file, got keys %v", tool, keys(sc))
 	}
-	if len(res.Content) != 2 {
-		t.Fatalf("%s: %d contents, want the summary and the link", tool, len(res.Content))
+	if len(res.Content) != 3 {
+		t.Fatalf("%s: %d contents, want the summary, the result's JSON and the link", tool, len(res.Content))
 	}
-	rl, ok := res.Content[1].(mcp.ResourceLink)
+	// Gemini CLI shows the model only the content: the result's JSON is there too (notRestored).
+	if js, ok := res.Content[1].(mcp.TextContent); !ok || !strings.Contains(js.Text, `"notRestored"`) || !strings.Contains(js.Text, str(link, "uri")) {
+		t.Fatalf("%s: the second content is not the result's JSON: %#v", tool, res.Content[1])
+	}
+	rl, ok := res.Content[2].(mcp.ResourceLink)
 	if !ok || rl.URI != link["uri"] || rl.MIMEType != link["mimeType"] || rl.Size == nil || json.Number(strconv.FormatInt(*rl.Size, 10)) != link["size"] {
-		t.Fatalf("%s: content %#v does not match the link %v", tool, res.Content[1], link)
+		t.Fatalf("%s: content %#v does not match the link %v", tool, res.Content[2], link)
 	}
 	// Gemini CLI shows the model only the text: it says where the file is.
 	if s := firstText(res); !strings.Contains(s, str(link, "uri")) || !strings.Contains(s, "resources/read") {
@@ -132,6 +136,13 @@ func TestExportByLink(t *testing.T) {
 				t.Fatalf("resources/read: %v", err)
 			}
 			want := inlineFile(t, inline.call(tc.tool, args))
+			if json.Valid(want) {
+				// A JSON file sent by link is laid out in lines, so file readers can page it.
+				want = inLines(want)
+				if n := strings.Count(string(got), "\n"); n < 100 {
+					t.Errorf("a linked JSON file of %d bytes has %d lines", len(got), n+1)
+				}
+			}
 			if string(got) != string(want) {
 				t.Fatalf("resources/read gives %d bytes that differ from the inline export's %d", len(got), len(want))
 			}
@@ -209,9 +220,8 @@ func TestExportLinkOldProtocol(t *testing.T) {
 	res := e.call("export_tavern_card", jsonArg(t, map[string]any{"roleId": imp["roleId"]}))
 	sc := structured(t, res).(map[string]any)
 	link := obj(sc, "link")
-	tc, ok := res.Content[1].(mcp.TextContent)
-	if link == nil || !ok || !strings.Contains(tc.Text, str(link, "uri")) || !strings.Contains(tc.Text, "resources/read") {
-		t.Fatalf("want a text naming the link, got %#v (link %v)", res.Content[1], link)
+	if link == nil || len(res.Content) != 2 || !strings.Contains(text(res), str(link, "uri")) || !strings.Contains(firstText(res), "resources/read") {
+		t.Fatalf("want a text naming the link, got %#v (link %v)", res.Content, link)
 	}
 	got, err := readExport(t, e, str(link, "uri"))
 	if err != nil || !json.Valid(got) {
@@ -238,7 +248,7 @@ func TestExportToPath(t *testing.T) {
 	}
 	w := obj(sc, "written")
 	real, _ := filepath.EvalSymlinks(dest)
-	if res.IsError || w == nil || w["path"] != real || len(res.Content) != 1 || sc["dataBase64"] != nil || !strings.Contains(firstText(res), real) {
+	if res.IsError || w == nil || w["path"] != real || len(res.Content) != 2 || sc["dataBase64"] != nil || !strings.Contains(firstText(res), real) {
 		t.Fatalf("path: %v %s", sc, text(res))
 	}
 	if got, _ := os.ReadFile(dest); string(got) != string(want) {

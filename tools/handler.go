@@ -54,6 +54,8 @@ type Call struct {
 	revs    *undo.Run          // the revisions use case; nil for a tool that neither writes over content nor reads revisions
 	revised bool               // the tool's Revise ran
 	match   *cpubudget.Limiter // the matching time budgets
+	confirm *confirmer         // asks before what cannot be undone
+	jobs    *tavernsync.Jobs   // the imports under way, by idempotency key
 }
 
 // matchBudget returns the call's budget of regular expression matching time, drawn from its
@@ -310,18 +312,26 @@ func successResult(summary string, out map[string]any, raw json.RawMessage) *mcp
 }
 
 // errorResult is a tool result with isError: a first text block with the envelope's message
-// (written to be shown verbatim), a second with the whole envelope as JSON, and no
-// structuredContent. The MCP spec asks structured results to conform to the tool's output
-// schema, and the official TypeScript SDK client validates any structuredContent it gets, error
-// or not, throwing -32602 when it does not match: an envelope there would hide the message from
-// the model in most hosts.
+// (written to be shown verbatim), a second with the rest of the envelope as JSON ({error,
+// retryable, detail?}: the message is not repeated, since hosts show the model both blocks,
+// and Gemini CLI quotes them once more inside its own error line), and no structuredContent.
+// The MCP spec asks structured results to conform to the tool's output schema, and the
+// official TypeScript SDK client validates any structuredContent it gets, error or not,
+// throwing -32602 when it does not match: an envelope there would hide the message from the
+// model in most hosts.
 func errorResult(env map[string]any) *mcp.CallToolResult {
 	msg, _ := env["message"].(string)
-	data, err := json.Marshal(env)
+	rest := make(map[string]any, len(env))
+	for k, v := range env {
+		if k != "message" {
+			rest[k] = v
+		}
+	}
+	data, err := json.Marshal(rest)
 	if err != nil {
 		// An envelope is strings, booleans and decoded JSON: this cannot fail, but never
-		// answer without the message.
-		data = []byte(`{"error":"internal","message":"cardwriter-mcp could not encode its error envelope.","retryable":false}`)
+		// answer without the code.
+		data = []byte(`{"error":"internal","retryable":false}`)
 	}
 	return &mcp.CallToolResult{
 		Content: []mcp.Content{mcp.NewTextContent(msg), mcp.NewTextContent(string(data))},
@@ -330,19 +340,22 @@ func errorResult(env map[string]any) *mcp.CallToolResult {
 }
 
 // ErrorEnvelope returns the error envelope {error, message, retryable, detail?} of a result
-// with isError, read from its second text block; ok is false for any other result.
+// with isError: its second text block with the first's message; ok is false for any other
+// result.
 func ErrorEnvelope(res *mcp.CallToolResult) (env map[string]any, ok bool) {
 	if res == nil || !res.IsError || len(res.Content) < 2 {
 		return nil, false
 	}
-	tc, isText := res.Content[1].(mcp.TextContent)
-	if !isText {
+	msg, isText := res.Content[0].(mcp.TextContent)
+	tc, isText2 := res.Content[1].(mcp.TextContent)
+	if !isText || !isText2 {
 		return nil, false
 	}
 	env, err := decodeObject(json.RawMessage(tc.Text))
 	if err != nil {
 		return nil, false
 	}
+	env["message"] = msg.Text
 	return env, true
 }
 

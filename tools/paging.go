@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/page"
 	"github.com/cardwriter/cardwriter-mcp/internal/phrase"
@@ -23,6 +25,10 @@ import (
 // defaultLimit is the most items a page holds when the call gives no limit.
 const defaultLimit = 50
 
+// defaultQueryLimit is the most matches a search's page holds when the call gives no limit:
+// a model reads the best few, not a list.
+const defaultQueryLimit = 10
+
 // pageOverhead is what a page's result holds besides its items, in tokens: the other fields,
 // the page fields and the summary line. Items fill the budget less this.
 const pageOverhead = 600
@@ -32,10 +38,11 @@ const codeInvalidCursor = "invalid_cursor"
 
 // pageArgs are the arguments tools.json's extensions give a list tool.
 type pageArgs struct {
-	Cursor string `json:"cursor"`
-	Limit  int    `json:"limit"`
-	Query  string `json:"query"`
-	Detail string `json:"detail"`
+	Cursor   string   `json:"cursor"`
+	Limit    int      `json:"limit"`
+	Query    string   `json:"query"`
+	Detail   string   `json:"detail"`
+	EntryIDs []string `json:"entryIds"`
 }
 
 // listing is how a list tool's result holds its list: the member with the items and each
@@ -43,6 +50,10 @@ type pageArgs struct {
 type listing struct {
 	key, id string
 }
+
+// shaper filters, ranks and shapes a list's items for a page (list_worldbook_entries); the
+// fields it returns go into the result beside the page's (what it left out, and why).
+type shaper func(args pageArgs, items []any) ([]listItem, map[string]any, error)
 
 // paged is the handler of a list tool: one call of its operation, then one page of the list.
 func paged(l listing) HandlerFunc {
@@ -65,7 +76,7 @@ type listItem struct {
 // pageResult turns the operation's answer into one page of it. shape, when set, filters, ranks
 // and shapes the items (list_worldbook_entries); without it every item is shown whole, by id.
 // An answer that is not the operation's result is returned as is: readResult reports it.
-func pageResult(c *Call, data json.RawMessage, l listing, shape func(args pageArgs, items []any) ([]listItem, error)) (json.RawMessage, error) {
+func pageResult(c *Call, data json.RawMessage, l listing, shape shaper) (json.RawMessage, error) {
 	var args pageArgs
 	if len(c.Extra) > 0 {
 		if err := json.Unmarshal(c.Extra, &args); err != nil {
@@ -73,7 +84,11 @@ func pageResult(c *Call, data json.RawMessage, l listing, shape func(args pageAr
 		}
 	}
 	limit := args.Limit
-	if limit == 0 {
+	switch {
+	case limit != 0:
+	case strings.TrimSpace(args.Query) != "" && len(args.EntryIDs) == 0:
+		limit = defaultQueryLimit
+	default:
 		limit = defaultLimit
 	}
 	out, err := decodeObject(data)
@@ -88,8 +103,9 @@ func pageResult(c *Call, data json.RawMessage, l listing, shape func(args pageAr
 		return data, nil
 	}
 	var items []listItem
+	var shaped map[string]any
 	if shape != nil {
-		if items, err = shape(args, list(out, l.key)); err != nil {
+		if items, shaped, err = shape(args, list(out, l.key)); err != nil {
 			return nil, err
 		}
 	} else {
@@ -137,6 +153,7 @@ func pageResult(c *Call, data json.RawMessage, l listing, shape func(args pageAr
 	}
 	out[l.key] = shown
 	addPageFields(out, p, c.Tool.Name)
+	maps.Copy(out, shaped)
 	return json.Marshal(out)
 }
 
@@ -167,7 +184,7 @@ func withCounts(data json.RawMessage, n int) json.RawMessage {
 
 // scopeOf names the list a call pages: the tool, its operation's parameters and the query.
 func scopeOf(c *Call, args pageArgs) string {
-	parts := []string{c.Tool.Name, strings.ToLower(strings.TrimSpace(args.Query))}
+	parts := []string{c.Tool.Name, strings.ToLower(strings.TrimSpace(args.Query)), strings.Join(args.EntryIDs, "\x00")}
 	for _, p := range c.Tool.op.Params {
 		parts = append(parts, p.Name, c.Params[p.Name])
 	}
@@ -192,21 +209,47 @@ func pageSummary(out map[string]any, noun, nouns string) string {
 	case total > count:
 		s = fmt.Sprintf(" This last page shows %d of %s.", count, phrase.Count(total, noun, nouns))
 	}
+	if w := str(out, "weaker"); w != "" {
+		s += " " + w
+	}
+	if m := stringsOf(list(out, "missing")); len(m) > 0 {
+		s += " No entry " + strings.Join(m, ", ") + "."
+	}
 	if ch := str(out, "changed"); ch != "" {
 		s += " " + ch
 	}
 	return s
 }
 
-// briefContent is how much of an entry's content a brief entry shows, in characters.
+// briefContent is how much of an entry's content a brief entry shows, in characters: its
+// start.
 const briefContent = 100
 
-// entryShapes filters, ranks and shapes a worldbook's entries for list_worldbook_entries: with a
-// query only the entries that match it, best first (score, then entryId); brief or full.
-func entryShapes(args pageArgs, entries []any) ([]listItem, error) {
+// snippetContent is how much a brief entry shows with a query: the passage around the first
+// match, in characters.
+const snippetContent = 160
+
+// snippetLead is how much of the content before a match a brief entry shows, in characters.
+const snippetLead = 50
+
+// weakerShare is how far below the best score a match may fall and still be listed, when the
+// call gives no limit: score*weakerShare >= best. A clear winner comes alone, in a few
+// hundred tokens; the weaker matches are counted, and listed with limit.
+const weakerShare = 2
+
+// entryShapes filters, ranks and shapes a worldbook's entries for list_worldbook_entries: with
+// entryIds those entries in full, in the order asked; with a query only the entries that match
+// it, best first (score, then entryId), without those far below the best unless the call gives
+// a limit; brief or full.
+func entryShapes(args pageArgs, entries []any) ([]listItem, map[string]any, error) {
+	if len(args.EntryIDs) > 0 {
+		return entriesByID(args.EntryIDs, entries)
+	}
 	words := strings.Fields(strings.ToLower(args.Query))
 	phraseQ := strings.Join(words, " ")
 	items := make([]listItem, 0, len(entries))
+	scores := make([]int, 0, len(entries))
+	best := 0
 	for _, v := range entries {
 		e, _ := v.(map[string]any)
 		id := str(e, "entryId")
@@ -217,6 +260,7 @@ func entryShapes(args pageArgs, entries []any) ([]listItem, error) {
 				continue
 			}
 			order = page.Ranked(score, id)
+			best = max(best, score)
 		}
 		version := str(e, "lastUpdateTime")
 		if version == "" {
@@ -227,7 +271,7 @@ func entryShapes(args pageArgs, entries []any) ([]listItem, error) {
 		if args.Detail != "full" {
 			b := map[string]any{"entryId": id, "name": e["name"], "keywords": e["keywords"], "version": e["version"]}
 			if c := str(e, "content"); c != "" {
-				b["content"] = cut(c, briefContent)
+				b["content"] = snippet(c, words)
 			}
 			if score > 0 {
 				b["score"] = score
@@ -242,8 +286,87 @@ func entryShapes(args pageArgs, entries []any) ([]listItem, error) {
 			show = full
 		}
 		items = append(items, listItem{Item: page.Item{Order: order, Version: version}, show: show})
+		scores = append(scores, score)
 	}
-	return items, nil
+	if len(words) == 0 || args.Limit != 0 {
+		return items, nil, nil
+	}
+	kept := items[:0]
+	weaker, floor := 0, 0
+	for i, it := range items {
+		if scores[i]*weakerShare >= best {
+			kept = append(kept, it)
+			continue
+		}
+		weaker++
+		floor = max(floor, scores[i])
+	}
+	if weaker == 0 {
+		return kept, nil, nil
+	}
+	return kept, map[string]any{"weaker": fmt.Sprintf("%s scoring %d or less (the best scores %d) left out: give limit to list them too.",
+		phrase.Count(int64(weaker), "weaker match", "weaker matches"), floor, best)}, nil
+}
+
+// entriesByID returns the entries ids names, whole, in the order asked; the result fields name
+// the ids no entry has.
+func entriesByID(ids []string, entries []any) ([]listItem, map[string]any, error) {
+	byID := make(map[string]any, len(entries))
+	for _, v := range entries {
+		e, _ := v.(map[string]any)
+		byID[str(e, "entryId")] = v
+	}
+	var items []listItem
+	var missing []any
+	seen := map[string]bool{}
+	for i, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		v, ok := byID[id]
+		if !ok {
+			missing = append(missing, id)
+			continue
+		}
+		items = append(items, listItem{Item: page.Item{Order: fmt.Sprintf("%04d", i), Version: digest(v)}, show: v})
+	}
+	if missing != nil {
+		return items, map[string]any{"missing": missing}, nil
+	}
+	return items, nil, nil
+}
+
+// snippet is what a brief entry shows of content: with a query, the passage around the first
+// place a query word appears (at most snippetContent characters), else its start (briefContent),
+// "…" where cut.
+func snippet(content string, words []string) string {
+	if len(words) == 0 {
+		return cut(content, briefContent)
+	}
+	r := []rune(content)
+	if len(r) <= snippetContent {
+		return content
+	}
+	start := -1
+	if lower := []rune(strings.ToLower(content)); len(lower) == len(r) {
+		low := string(lower)
+		for _, w := range words {
+			if i := strings.Index(low, w); i >= 0 {
+				if at := utf8.RuneCountInString(low[:i]); start < 0 || at < start {
+					start = at
+				}
+			}
+		}
+	}
+	if start <= snippetLead {
+		return cut(content, snippetContent)
+	}
+	from := start - snippetLead
+	if sp := strings.IndexByte(string(r[from:start]), ' '); sp >= 0 {
+		from += utf8.RuneCountInString(string(r[from:start])[:sp+1])
+	}
+	return "…" + cut(string(r[from:]), snippetContent)
 }
 
 // entryScore scores an entry against a query's words (lower case): per word, 3 when the name

@@ -431,3 +431,66 @@ func TestLimitDefaultsAdvertised(t *testing.T) {
 		}
 	}
 }
+
+// TestEntriesSearchTrusted: a query that many entries match weakly returns the clear winner
+// alone (in a few hundred tokens), says how many weaker matches it left out and how to list
+// them; a query's page holds at most defaultQueryLimit; brief content shows the passage around
+// the match; entryIds reads entries whole, in the order asked, naming the ids that are not there.
+func TestEntriesSearchTrusted(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, Options{})
+	long := strings.Repeat("Salt wind carves the cliffs into faces. ", 10) + "Only the blind cartographer hears the reefs sing."
+	plant := map[string]any{"op": "create", "name": "Ilse, the blind cartographer", "content": long, "keywords": []string{"Ilse"}}
+	wb, ids := bigWorldbook(t, e, 1000, 637, plant)
+	var weak []any
+	for i := range 30 {
+		weak = append(weak, map[string]any{"op": "create", "name": fmt.Sprintf("Chart %d", i), "content": "A chart a cartographer left behind.", "keywords": []string{fmt.Sprintf("chart%d", i)}})
+	}
+	e.ok("write_worldbook_document", jsonArg(t, map[string]any{"worldbookId": wb, "entries": weak}))
+
+	res := e.call("list_worldbook_entries", jsonArg(t, map[string]any{"worldbookId": wb, "query": "blind cartographer"}))
+	out := structured(t, res).(map[string]any)
+	found := list(out, "entries")
+	if len(found) != 1 || str(found[0].(map[string]any), "entryId") != ids[637] {
+		t.Fatalf("the clear winner is not alone: %v", out)
+	}
+	if w := str(out, "weaker"); !strings.Contains(w, "30 weaker matches") || !strings.Contains(w, "limit") || !strings.Contains(firstText(res), w) {
+		t.Errorf("weaker: %q; text: %s", w, firstText(res))
+	}
+	if c := str(found[0].(map[string]any), "content"); !strings.HasPrefix(c, "…") || !strings.Contains(c, "blind cartographer") {
+		t.Errorf("brief content is not the passage around the match: %q", c)
+	}
+	tt, st := resultTokens(t, res)
+	if st > 300 {
+		t.Errorf("the clear winner costs %d tokens of structuredContent", st)
+	}
+	t.Logf("a clear winner of 31 matches: %d tokens of structuredContent, %d of text", st, tt)
+
+	out = e.ok("list_worldbook_entries", jsonArg(t, map[string]any{"worldbookId": wb, "query": "blind cartographer", "limit": 50}))
+	found = list(out, "entries")
+	if len(found) != 31 || str(found[0].(map[string]any), "entryId") != ids[637] || out["weaker"] != nil {
+		t.Errorf("with limit: %d entries, weaker %v", len(found), out["weaker"])
+	}
+	for i := 1; i < len(found); i++ {
+		if num(found[i].(map[string]any), "score") > num(found[i-1].(map[string]any), "score") {
+			t.Fatalf("not best first at %d", i)
+		}
+	}
+
+	out = e.ok("list_worldbook_entries", jsonArg(t, map[string]any{"worldbookId": wb, "query": "chart"}))
+	if n := len(list(out, "entries")); n != defaultQueryLimit || str(out, "nextCursor") == "" || num(out, "total") != 30 {
+		t.Errorf("a query's default page: %d entries of %v", n, out["total"])
+	}
+
+	out = e.ok("list_worldbook_entries", jsonArg(t, map[string]any{"worldbookId": wb, "entryIds": []string{ids[3], "e_none", ids[1]}}))
+	found = list(out, "entries")
+	if len(found) != 2 || str(found[0].(map[string]any), "entryId") != ids[3] || str(found[1].(map[string]any), "entryId") != ids[1] {
+		t.Fatalf("entryIds: %v", found)
+	}
+	if c := str(found[0].(map[string]any), "content"); len(c) < 700 || found[0].(map[string]any)["category"] != "places" {
+		t.Errorf("entryIds: not whole: %v", found[0])
+	}
+	if m := stringsOf(list(out, "missing")); len(m) != 1 || m[0] != "e_none" {
+		t.Errorf("missing: %v", out["missing"])
+	}
+}

@@ -10,6 +10,7 @@ import (
 	_ "image/gif"  // avatars may be GIF
 	_ "image/jpeg" // or JPEG
 	"image/png"
+	"slices"
 	"strings"
 	"sync"
 
@@ -161,4 +162,44 @@ func avatarThumbnail(data []byte) string {
 		return ""
 	}
 	return "data:image/png;base64," + base64.StdEncoding.EncodeToString(buf.Bytes())
+}
+
+// appsExtension is the MCP Apps extension's identifier in capabilities.extensions (2026-07-28;
+// clients of earlier revisions declare it the same way in their initialize capabilities).
+const appsExtension = "io.modelcontextprotocol/ui"
+
+// appsCapability is what the server declares of the extension: the MIME type of its views.
+func appsCapability() map[string]any {
+	return map[string]any{appsExtension: map[string]any{"mimeTypes": []string{previewMIME}}}
+}
+
+// declaresApps reports whether the client of ctx declared the MCP Apps extension: only such a
+// client is given the tools' _meta.ui and the preview's data in results; any other gets the
+// same tools and results without them (the text and structuredContent are the fallback).
+func declaresApps(ctx context.Context) bool {
+	s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	if !ok {
+		return false
+	}
+	_, declared := s.GetClientCapabilities().Extensions[appsExtension]
+	return declared
+}
+
+// appsToolFilter leaves tools/list's _meta (the preview's ui.resourceUri) to clients that
+// declared the MCP Apps extension.
+func appsToolFilter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	if declaresApps(ctx) {
+		return tools
+	}
+	out, cloned := tools, false
+	for i, t := range tools {
+		if t.Meta == nil {
+			continue
+		}
+		if !cloned {
+			out, cloned = slices.Clone(tools), true
+		}
+		out[i].Meta = nil
+	}
+	return out
 }

@@ -12,7 +12,7 @@ import (
 // persona's, in keys and in the first messages, so entries keyed on them fire.
 func TestReviewCardMacros(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t, Options{})
+	e, _ := newTavernEnv(t, tavernEnvConfig{apps: true}) // the preview in _meta is the MCP App's
 	ok := func(name string, args any) map[string]any { t.Helper(); return e.ok(name, jsonArg(t, args)) }
 	roleID := ok("create_card", map[string]any{"roleName": "Mira"})["roleId"].(string)
 	ok("set_opening_lines", map[string]any{"roleId": roleID, "roleWelcome": "*{{char}} trims the lamp as {{user}} comes in from the rain.*",

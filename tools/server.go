@@ -17,6 +17,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/aside"
 	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
+	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
@@ -79,6 +80,18 @@ type Options struct {
 	// Exports keeps the exports too large for a result, for resources/read (Redis shared by
 	// replicas, or the embedded store); nil keeps them in memory.
 	Exports store.KV
+	// Confirm is how the author is asked before what cannot be undone (--confirm); "" is
+	// DefaultConfirmPolicy.
+	Confirm ConfirmPolicy
+	// SigningKey signs confirmation tokens, request states and download URLs; nil uses a key
+	// kept in State (made by the first replica that needs one).
+	SigningKey []byte
+	// State keeps what replicas must agree on besides exports: the signing key and the spent
+	// confirmation tokens; nil keeps it in Exports, or in memory when that is nil too.
+	State store.KV
+	// PublicURL (HTTP) is the origin the server's users reach it at: large exports then carry a
+	// download URL under it (served by DownloadHandler); "" gives none.
+	PublicURL string
 	// ExportTTL is how long such an export stays readable; 0 is DefaultExportTTL.
 	ExportTTL time.Duration
 	// ExportUserBytes bounds one user's live exports together, in bytes (0: DefaultExportUserBytes;
@@ -144,7 +157,8 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		hooks.AddOnRegisterSession(func(context.Context, server.ClientSession) { o.Sessions(1) })
 		hooks.AddOnUnregisterSession(func(context.Context, server.ClientSession) { o.Sessions(-1) })
 	}
-	srv := server.NewMCPServer(ServerName, version,
+	cachePreviewRead(hooks)
+	srv := server.NewMCPServer(ServerName, version, append([]server.ServerOption{
 		server.WithHooks(hooks),
 		server.WithToolCapabilities(opts.Dynamic),
 		server.WithResourceCapabilities(false, false),
@@ -153,8 +167,10 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
-	)
-	d := &deps{budget: opts.resultBudget(), client: client, log: log, aside: opts.Aside, files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
+		server.WithExtensions(appsCapability()),
+		server.WithToolFilter(appsToolFilter),
+	}, append(cacheOptions(opts.Dynamic), completionOptions(client)...)...)...)
+	d := &deps{budget: opts.resultBudget(), client: client, log: log, aside: opts.Aside, jobs: tavernsync.NewJobs(), files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}
 	if opts.Tracer != nil {
 		d.tracer = opts.Tracer.Tracer("github.com/cardwriter/cardwriter-mcp/tools")
 	}
@@ -176,7 +192,10 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	if d.owner == nil {
 		d.owner = RequestOwner(client)
 	}
-	d.exports = newExports(opts, client, d.owner, log)
+	state := opts.stateStore()
+	keys := newSigner(opts.SigningKey, state)
+	d.exports = newExports(opts, client, d.owner, log, keys)
+	d.confirm = newConfirmer(opts, state, keys)
 	d.shadows = newShadowLedger(opts, d.exports)
 	if qo, ok := opts.Observer.(interface {
 		Quota(kind string, used int64, refused bool)
@@ -240,12 +259,14 @@ type deps struct {
 	client   *upstream.Client
 	log      *slog.Logger
 	aside    AsideStore
+	jobs     *tavernsync.Jobs
 	files    *LocalFiles
 	revs     *RevisionStore // nil: revisions are off
 	owner    Owner          // whose revisions and exports a call's are
 	exports  *exports
 	match    *cpubudget.Limiter
 	shadows  *quota.Ledger // trial shadows per user (shadows.go)
+	confirm  *confirmer
 }
 
 // toolHandler wraps a tool: validate and split the arguments, run the tool's handler, turn the
@@ -319,7 +340,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	}
 	body = withIdempotencyKey(t, body)
 	call := &Call{Tool: t, Params: params, Body: body, Extra: extra, Budget: d.budget, Client: d.client, Progress: newProgress(req.Params.Meta, d.notes, d.log),
-		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, match: d.match}
+		Request: req, Aside: d.aside, LocalFiles: d.files, Log: d.log, Exports: d.exports, match: d.match, confirm: d.confirm, jobs: d.jobs}
 	if t.Revise != nil || t.Toolset == ToolsetRevisions {
 		call.revs = newRun(ctx, t, d)
 	}
@@ -367,7 +388,7 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 	if call.Meta == nil && t.Preview != nil {
 		call.Meta = t.Preview(out)
 	}
-	if call.Meta != nil {
+	if call.Meta != nil && declaresApps(ctx) {
 		res.Meta = mcp.NewMetaFromMap(call.Meta)
 	}
 	return res, "ok", nil
@@ -445,4 +466,16 @@ func (s observedAside) Put(ctx context.Context, key AsideKey, data []byte) error
 		s.o.StoreError()
 	}
 	return err
+}
+
+// stateStore returns where the server keeps its signing key and spent confirmations: State,
+// else Exports, else a new memory store.
+func (o *Options) stateStore() store.KV {
+	switch {
+	case o.State != nil:
+		return o.State
+	case o.Exports != nil:
+		return o.Exports
+	}
+	return store.NewMemory()
 }

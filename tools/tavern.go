@@ -24,7 +24,7 @@ func tavernTools() []Tool {
 			Name:    "import_tavern_card",
 			Toolset: ToolsetTavern,
 			Title:   "Import a character card file",
-			Description: "Import a character card file (V1/V2/V3 JSON, PNG or CHARX) as a new card with its opening lines, sections, tags, avatar and lorebook (a tavern worldbook bound to it). What the service cannot hold is kept aside for export_tavern_card. The same file again returns the same card (another clientKey makes a copy); after a failed step, run the same import again to finish it. mode trial makes the trial card clientKey instead (a live trial of that key from another file: conflict).\n\n" +
+			Description: "Import a character card file (V1/V2/V3 JSON, PNG or CHARX) as a new card with its opening lines, sections, tags, avatar and lorebook (a bound tavern worldbook); what the service cannot hold is kept aside for export_tavern_card. The same file again gives (or finishes) the same card; another clientKey makes a copy. mode trial makes the trial card clientKey instead.\n\n" +
 				`Example: {"source":{"path":"/home/me/cards/Vey.png"}}`,
 			// Not destructive: it only adds a card, or a trial under a clientKey no other trial holds
 			// (refuseOtherTrial). Idempotent: the same file gives the same card, and a repeated
@@ -38,7 +38,7 @@ func tavernTools() []Tool {
 			Name:    "export_tavern_card",
 			Toolset: ToolsetTavern,
 			Title:   "Export a card as a character card file",
-			Description: "Export a card and its bound worldbooks as a Character Card V3 file (json, png or charx), changing nothing. What import_tavern_card kept aside is restored; notRestored names what could not be. A file too large for the result comes as a resource_link (structuredContent.link) to read with resources/read; over stdio, path writes it instead.\n\n" +
+			Description: "Export a card and its bound worldbooks as a Character Card V3 file (json, png or charx). What import_tavern_card kept aside is restored; notRestored names what could not be. A file too large for the result goes to the client's roots over stdio (or path), else to structuredContent.link.\n\n" +
 				`Example: {"roleId":"r_8f2c1a","format":"png"}`,
 			Annotations: readHints(),
 			Handler:     exportTavernCard,
@@ -66,7 +66,7 @@ func tavernTools() []Tool {
 			Name:    "export_tavern_worldbook",
 			Toolset: ToolsetTavern,
 			Title:   "Export a worldbook as a lorebook file",
-			Description: "Export a worldbook's entries as a lorebook file (SillyTavern World Info or lorebook_v3), changing nothing. What import_tavern_worldbook kept aside is restored; notRestored names what could not be. A file too large for the result comes as a resource_link (structuredContent.link) to read with resources/read; over stdio, path writes it instead.\n\n" +
+			Description: "Export a worldbook's entries as a lorebook file (SillyTavern World Info or lorebook_v3). What import_tavern_worldbook kept aside is restored; notRestored names what could not be. A file too large for the result goes to the client's roots over stdio (or path), else to structuredContent.link.\n\n" +
 				`Example: {"worldbookId":"wb_3c9d","format":"lorebook_v3"}`,
 			Annotations: readHints(),
 			Handler:     exportTavernWorldbook,
@@ -83,14 +83,18 @@ func tavernTools() []Tool {
 			Name:    "import_tavern_worldbook",
 			Toolset: ToolsetTavern,
 			Title:   "Import a lorebook file",
-			Description: "Import a lorebook file (lorebook_v3, SillyTavern World Info, a character_book, or a card file's lorebook) as worldbook entries: into a new tavern worldbook, or with worldbookId into that one. roleId binds it to a card. What the service cannot hold is kept aside for the exports (keptAside). Each call adds the entries again: do not repeat it after a success.\n\n" +
-				`Example: {"source":{"json":{"entries":{"0":{"key":["kraken"],"content":"A kraken haunts the Shoals."}}}},"roleId":"r_8f2c1a"}`,
-			// Adds a worldbook or entries each time; deletes and replaces nothing.
-			Annotations: addHints(),
+			Description: "Import a lorebook file (lorebook_v3, SillyTavern World Info, a character_book or a card's lorebook) as entries of a new tavern worldbook, or with worldbookId of that one; roleId binds it to a card. What the service cannot hold is kept aside for the exports. Repeating it is safe.\n\n" +
+				`Example: {"source":{"json":{"entries":{"0":{"key":["kraken"],"content":"It hunts."}}}},"roleId":"r_8f2c1a"}`,
+			// Adds a worldbook or entries, once per idempotency key; deletes and replaces nothing.
+			Annotations: hints(false, false, true, true),
 			Check:       "list_worldbook_entries",
 			Handler:     importTavernWorldbook,
 			Revise:      reviseByUseCase,
 			Summary: func(out map[string]any) string {
+				if boolean(out, "repeated") {
+					return fmt.Sprintf("Imported before under idempotencyKey %s: worldbook %s %s with %s; nothing was added now.",
+						quoted(str(out, "idempotencyKey")), str(out, "worldbookId"), quoted(str(out, "name")), phrase.Count(num(out, "entryCount"), "entry", "entries"))
+				}
 				verb := "Added"
 				if boolean(out, "created") {
 					verb = "Created worldbook " + str(out, "worldbookId") + " " + quoted(str(out, "name")) + " with"
@@ -133,14 +137,19 @@ func summarizeCardImport(out map[string]any) string {
 		s += "; avatar " + id
 	}
 	if k := stringsOf(list(out, "keptAside")); len(k) > 0 {
-		const shown = 8
-		names := strings.Join(k[:min(len(k), shown)], ", ")
-		if len(k) > shown {
-			names += fmt.Sprintf(" and %d more", len(k)-shown)
-		}
-		s += "; kept aside (restored on export): " + names
+		s += "; kept aside (restored on export): " + firstNames(k)
 	}
 	return s + "."
+}
+
+// firstNames names the first few of names, and how many more there are.
+func firstNames(names []string) string {
+	const shown = 8
+	s := strings.Join(names[:min(len(names), shown)], ", ")
+	if len(names) > shown {
+		s += fmt.Sprintf(" and %d more", len(names)-shown)
+	}
+	return s
 }
 
 // restoredSummary sums up an export's keptAsideRestored and notRestored, "" when both are empty.
@@ -149,8 +158,8 @@ func restoredSummary(out map[string]any) string {
 	if k := list(out, "keptAsideRestored"); len(k) > 0 {
 		s += fmt.Sprintf("; restored %s kept aside at import", phrase.Count(int64(len(k)), "field", "fields"))
 	}
-	if k := list(out, "notRestored"); len(k) > 0 {
-		s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored)", phrase.Count(int64(len(k)), "field", "fields"))
+	if k := stringsOf(list(out, "notRestored")); len(k) > 0 {
+		s += fmt.Sprintf("; %s the card service does not hold could not be restored (notRestored): %s", phrase.Count(int64(len(k)), "field", "fields"), firstNames(k))
 	}
 	return s
 }
@@ -161,8 +170,12 @@ func deliverySummary(out map[string]any) string {
 		return fmt.Sprintf(" Written to %s (%d bytes).", str(w, "path"), num(w, "size"))
 	}
 	if l := obj(out, "link"); l != nil {
-		return fmt.Sprintf(" The file (%s, %d bytes) is too large for this result: read it with resources/read at %s (only you, until %s).",
+		s := fmt.Sprintf(" The file (%s, %d bytes) is too large for this result: read it with resources/read at %s (only you, until %s)",
 			str(l, "mimeType"), num(l, "size"), str(l, "uri"), str(l, "expiresAt"))
+		if u := str(l, "downloadUrl"); u != "" {
+			s += ", or give the author its downloadUrl to open in a browser"
+		}
+		return s + "."
 	}
 	return ""
 }
@@ -192,7 +205,7 @@ const (
 // tavernEnv is what the tavern use case runs with for one call.
 func tavernEnv(c *Call) tavernsync.Env {
 	env := tavernsync.Env{Client: c.Client, Aside: c.Aside, LocalFiles: c.LocalFiles, Progress: c.Progress, Log: c.Log,
-		Outcome: outcome, Roots: func(ctx context.Context) ([]string, error) { return clientRootURIs(ctx, c) }}
+		Outcome: outcome, Jobs: c.jobs, Roots: func(ctx context.Context) ([]string, error) { return clientRootURIs(ctx, c) }}
 	if c.keeping() {
 		env.Revise = c.revs.BeforeImport
 	}

@@ -45,6 +45,8 @@ type tavernEnvConfig struct {
 	client []upstream.Option                                   // more options of the card service client (they win)
 	elicit client.ElicitationHandler                           // answers elicitation/create; nil: no elicitation capability
 	tokens upstream.TokenSource                                // the card service client's tokens; nil: the sandbox's demo token
+	apps   bool                                                // the client declares the MCP Apps extension
+	caps   *mcp.ClientCapabilities                             // the client's declared capabilities, when set
 }
 
 // rootsHandler answers roots/list with fixed folders.
@@ -114,6 +116,9 @@ func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 	if cfg.elicit != nil {
 		copts = append(copts, client.WithElicitationHandler(cfg.elicit))
 	}
+	if cfg.caps != nil {
+		copts = append(copts, client.WithClientCapabilities(*cfg.caps))
+	}
 	c, err := client.NewInProcessClientWithOptions(srv, copts...)
 	if err != nil {
 		t.Fatal(err)
@@ -137,6 +142,9 @@ func newTavernEnv(t *testing.T, cfg tavernEnvConfig) (*env, *rootsHandler) {
 		init.Params.ProtocolVersion = cfg.proto
 	}
 	init.Params.ClientInfo = mcp.Implementation{Name: "tools-test", Version: "1"}
+	if cfg.apps {
+		init.Params.Capabilities.Extensions = appsCapability()
+	}
 	if _, err := c.Initialize(ctx, init); err != nil {
 		t.Fatal(err)
 	}

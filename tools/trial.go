@@ -54,7 +54,7 @@ func trialTools() []Tool {
 			Name:        "delete_trial_card",
 			Toolset:     ToolsetTrial,
 			Title:       "Delete a trial card",
-			Description: "Remove a trial card now and free its slot; its card and worldbook are gone for good. A client with elicitation asks the user to confirm; declined deletes nothing.",
+			Description: "Remove a trial card and its worldbook for good, freeing its slot. The author confirms first.",
 			Operation:   "deleteTrialCard",
 			Annotations: hints(false, true, true, true),
 			Handler: func(ctx context.Context, c *Call) (json.RawMessage, error) {

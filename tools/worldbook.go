@@ -69,7 +69,7 @@ func worldbookTools() []Tool {
 			Name:    "list_worldbook_entries",
 			Toolset: ToolsetWorldbook,
 			Title:   "List a worldbook's entries",
-			Description: "List or search a worldbook's entries a page at a time, optionally of one category. query finds entries by words in their name, keywords or content, best first; detail full gives every field. Update or delete them by entryId with write_worldbook_document.\n\n" +
+			Description: "List or search a worldbook's entries a page at a time, optionally of one category. Update or delete them by entryId with write_worldbook_document.\n\n" +
 				`Example: {"worldbookId":"wb_41d0e7","query":"blind cartographer"}`,
 			Operation: "listWorldbookEntries",
 			Handler: func(ctx context.Context, c *Call) (json.RawMessage, error) {

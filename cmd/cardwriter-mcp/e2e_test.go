@@ -206,7 +206,7 @@ func call(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string,
 	var out map[string]any
 	if wantErr {
 		// An error result has no structuredContent (it would have to match the output
-		// schema): the message, then the envelope as JSON.
+		// schema): the message, then the rest of the envelope as JSON (the message once).
 		if res.StructuredContent != nil {
 			t.Fatalf("%s: an error result carries structuredContent: %v", name, res.StructuredContent)
 		}
@@ -217,9 +217,14 @@ func call(ctx context.Context, t *testing.T, cs *mcp.ClientSession, name string,
 		if env == nil || json.Unmarshal([]byte(env.Text), &out) != nil {
 			t.Fatalf("%s: the second block is not the envelope as JSON; content: %s", name, text(res))
 		}
-		if msg, _ := res.Content[0].(*mcp.TextContent); msg == nil || msg.Text != out["message"] {
-			t.Fatalf("%s: the first block is not the envelope's message; content: %s", name, text(res))
+		if _, repeated := out["message"]; repeated {
+			t.Fatalf("%s: the envelope repeats the message; content: %s", name, text(res))
 		}
+		msg, _ := res.Content[0].(*mcp.TextContent)
+		if msg == nil || msg.Text == "" {
+			t.Fatalf("%s: the first block is no message; content: %s", name, text(res))
+		}
+		out["message"] = msg.Text
 		return out
 	}
 	raw, _ := json.Marshal(res.StructuredContent)

@@ -322,6 +322,8 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		f.localProfile = "http"
 	}
 	f.exports = kv
+	f.state = kv
+	f.publicURL = pub
 	sess := sessions.New(kv, *idle, setupLogger.With("component", "sessions"))
 	sessionLimits := sessions.Limits{User: requestUser, MaxSessions: *userSessions, InitializeRate: *initRate}
 	if f.metrics != nil {
@@ -382,7 +384,7 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		allowedOrigins: allowedOrigins, allowedHosts: allowedHosts,
 		loopback: loopback, public: deployedPublic(af.publicURL), maxBody: *maxBody, bodyTimeout: *bodyTimeout, logger: b.logger, limited: limited, messages: messageLimits(),
 	}
-	g.next = az.protect(g.body(sess.Gate(streamable)))
+	g.next = az.protect(g.body(protocolHTTP(sess.Gate(streamable))))
 	mux := http.NewServeMux()
 	mux.Handle(proxy.MCPPath, g)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
@@ -392,6 +394,8 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		ready.apiHost = "" // in-process: nothing to reach
 	}
 	mux.Handle("GET /readyz", ready)
+	// Download URLs of large exports, opened by the author's browser: signed, no sign-in.
+	mux.Handle("GET "+tools.DownloadPath, g.hostOnly(tools.DownloadHandler(tools.Options{Exports: kv, State: kv, Logger: b.logger})))
 	if az.handler != nil {
 		mux.Handle("/", g.hostOnly(az.handler))
 	}

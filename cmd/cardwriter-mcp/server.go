@@ -99,6 +99,13 @@ type serverFlags struct {
 	// inlineExports (the export commands): every export inline, whatever its size; a file is
 	// written, no model reads it.
 	inlineExports bool
+	// confirm is --confirm: how the author is asked before what cannot be undone.
+	confirm string
+	// publicURL (http) is the origin download URLs of large exports are under.
+	publicURL string
+	// state (http) keeps the signing key and spent confirmations in the server's store; nil
+	// keeps them in memory (stdio).
+	state store.KV
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -114,6 +121,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	if name := fs.Name(); name == "stdio" || name == "http" {
 		fs.IntVar(&f.keep.PerObject, "revisions-per-object", f.keep.PerObject, "revisions kept per card, worldbook or trial card before the writes that replace their content (0: keep none, and serve no revisions tools)")
 		fs.DurationVar(&f.keep.MaxAge, "revisions-max-age", f.keep.MaxAge, "drop revisions older than this (0: no age limit)")
+		fs.StringVar(&f.confirm, "confirm", string(tools.DefaultConfirmPolicy), "how the author confirms publish_card and delete_trial_card: elicit (a form where the client declares form elicitation; a client declaring none is not asked; where the host cannot show the form, as headless claude -p, asked in the conversation), conversation (the model asks the author and calls again with the one-time confirmationToken) or never")
 		fs.Int64Var(&f.keep.UserBytes, "revisions-user-bytes", f.keep.UserBytes, "the size of one user's revisions together, in bytes; the oldest go first (0: no limit)")
 		fs.IntVar(&f.trialShadows, "trial-shadows-per-user", tools.DefaultTrialShadows, "trial cards whose text one user's writes left kept for revisions at once (removed with the trial); a new trial card past it is refused until one is deleted (negative: no limit)")
 	}
@@ -150,6 +158,10 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 	}
 	if f.resultBudget != 0 && (f.resultBudget < tools.MinResultBudget || f.resultBudget > tools.MaxResultBudget) {
 		return nil, fmt.Errorf("--result-budget %d: give %d to %d tokens (default %d)", f.resultBudget, tools.MinResultBudget, tools.MaxResultBudget, tools.DefaultResultBudget)
+	}
+	confirm, err := tools.ParseConfirmPolicy(f.confirm)
+	if err != nil {
+		return nil, err
 	}
 	b := &backend{logger: logger}
 	client, svc, err := f.newClient(logger, sandboxBase)
@@ -195,6 +207,9 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 
 		Revisions: f.revisions(),
 		Owner:     f.owner(client),
+		Confirm:   confirm,
+		State:     f.state,
+		PublicURL: f.publicURL,
 	})
 	if err != nil {
 		return nil, err

@@ -67,7 +67,7 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	s.SetErrorLogger(log.New(stderr, "", 0))
 	// stdout carries the protocol and nothing else; a closed stdin ends the session cleanly,
 	// once the calls under way have finished (at most --drain-timeout).
-	bounded := &boundedInput{r: bufio.NewReader(os.Stdin), limits: messageLimits(), out: out, log: b.logger}
+	bounded := &boundedInput{r: bufio.NewReader(os.Stdin), limits: messageLimits(), out: out, log: b.logger, listens: &out.listens}
 	in := &drainingReader{r: bounded, calls: f.calls, drain: *drain, ctx: ctx}
 	err = s.Listen(ctx, in, out)
 	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
@@ -155,8 +155,9 @@ type boundedInput struct {
 	limits  *msglimit.Limits
 	out     io.Writer
 	log     *slog.Logger
-	pending []byte // the rest of an accepted line, not read yet
-	err     error  // the error that ended the input, once pending is read
+	listens *listens // told of each subscriptions/listen request; nil: none is ordered
+	pending []byte   // the rest of an accepted line, not read yet
+	err     error    // the error that ended the input, once pending is read
 }
 
 func (b *boundedInput) Read(p []byte) (int, error) {
@@ -169,6 +170,17 @@ func (b *boundedInput) Read(p []byte) (int, error) {
 		if refused := b.limits.Check(bytes.TrimSpace(line)); refused != nil {
 			b.log.Warn("mcp message refused before decoding", "reason", refused.Reason, "tool", refused.Tool)
 			if answer := refused.Response(); answer != nil {
+				if _, err := b.out.Write(append(answer, '\n')); err != nil {
+					return 0, err
+				}
+			}
+			continue
+		}
+		if b.listens != nil {
+			b.listens.requested(line)
+		}
+		if answer, refused := stdioUnsupported(line); refused {
+			if answer != nil {
 				if _, err := b.out.Write(append(answer, '\n')); err != nil {
 					return 0, err
 				}
@@ -202,6 +214,8 @@ type lineWriter struct {
 	// noted is when the last notification was written (UnixNano), or 0 since the client was
 	// last seen to have read all of stdout.
 	noted atomic.Int64
+	// listens orders the subscriptions/listen streams' lines (listen.go).
+	listens listens
 }
 
 const (
@@ -218,6 +232,11 @@ const (
 // newLineWriter returns the writer of stdout w.
 func newLineWriter(w io.Writer) *lineWriter {
 	l := &lineWriter{w: w}
+	l.listens.flush = func(line []byte) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		_, _ = l.w.Write(line)
+	}
 	if f, ok := w.(*os.File); ok {
 		if _, err := unread.Bytes(f); err == nil {
 			l.file = f
@@ -227,11 +246,20 @@ func newLineWriter(w io.Writer) *lineWriter {
 }
 
 func (l *lineWriter) Write(p []byte) (int, error) {
+	line := p
+	if l.listens.active() {
+		if line = l.listens.order(p); len(line) == 0 {
+			return len(p), nil // held: written after its stream's acknowledgment
+		}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n, err := l.w.Write(p)
+	n, err := l.w.Write(line)
 	if l.written != nil {
 		l.written()
+	}
+	if err == nil {
+		n = len(p)
 	}
 	return n, err
 }

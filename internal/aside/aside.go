@@ -32,6 +32,7 @@ const (
 	KindCard      = "card"      // a card's leftovers, keyed by roleId
 	KindWorldbook = "worldbook" // a worldbook's leftovers, keyed by worldbookId
 	KindTrial     = "trial"     // a trial card's leftovers, keyed by clientKey
+	KindImport    = "import"    // an import's progress and result, keyed by a digest of its idempotency key
 )
 
 // Key names one record: the card service (its API base URL), the user (userId from GET /me) and

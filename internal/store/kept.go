@@ -19,6 +19,9 @@ var keptByReplica = []string{
 	"aside:",               // kept-aside tavern data
 	"rev:",                 // revisions of what writes replaced (internal/revisions.Prefixes)
 	"export:",              // exports sent by resource_link, until they expire (tools)
+	"exports-of:",          // the list of a user's exports, for resources/list (tools)
+	"signing:",             // the key of confirmation tokens and download URLs (tools)
+	"confirm:",             // confirmation tokens spent: a token is good once (tools)
 }
 
 // KeptByReplica reports whether key is one of what must not be lost (its write waits for a

@@ -140,3 +140,43 @@ func insideOrAt(dir string, dirs []string) bool {
 	}
 	return insideAny(dir, dirs)
 }
+
+// maxNameTries bounds the names WriteDefaultFile tries (name, name-2, ...) before giving up.
+const maxNameTries = 100
+
+// WriteDefaultFile writes data as a new file named after name in the first folder open to the
+// server (the client's first root, where its host works, else an --allow-dir folder), never over an existing file
+// (name-2, name-3, ... when taken). ok is false, with nothing written, when no folder is open
+// (over HTTP, or a client with no roots and no --allow-dir).
+func WriteDefaultFile(ctx context.Context, c Env, name string, data []byte) (w Written, ok bool, err error) {
+	if c.LocalFiles == nil {
+		return Written{}, false, nil
+	}
+	dirs, err := clientRootDirs(ctx, c)
+	if err != nil {
+		return Written{}, false, err
+	}
+	dirs = append(dirs, openDirs(c.LocalFiles.AllowDirs)...)
+	if len(dirs) == 0 {
+		return Written{}, false, nil
+	}
+	name = filepath.Base(filepath.Clean(name))
+	if name == "." || name == string(filepath.Separator) || name == "" {
+		name = "export"
+	}
+	ext := filepath.Ext(name)
+	stem := strings.TrimSuffix(name, ext)
+	for i := 1; i <= maxNameTries; i++ {
+		candidate := name
+		if i > 1 {
+			candidate = fmt.Sprintf("%s-%d%s", stem, i, ext)
+		}
+		w, err := WriteLocalFile(ctx, c, filepath.Join(dirs[0], candidate), data, false)
+		var f *Failure
+		if errors.As(err, &f) && f.Code == CodeFileExists {
+			continue
+		}
+		return w, err == nil, err
+	}
+	return Written{}, false, &Failure{Code: CodeFileExists, Message: fmt.Sprintf("%s and %d more names are taken in %s; give path.", name, maxNameTries-1, dirs[0])}
+}

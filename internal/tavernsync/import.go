@@ -36,6 +36,9 @@ type ImportCardArgs struct {
 	Source    Source `json:"source"`
 	Mode      string `json:"mode"`
 	ClientKey string `json:"clientKey"`
+	// IdempotencyKey names the import: the same key again finishes it or repeats it on the card
+	// it made. "" derives one from the file and clientKey.
+	IdempotencyKey string `json:"idempotencyKey"`
 }
 
 // importCardResult is import_tavern_card's result (tools.json).
@@ -77,12 +80,25 @@ func ImportCard(ctx context.Context, c Env, in ImportCardArgs) (json.RawMessage,
 		return nil, &Failure{Code: CodeInvalidFile, Detail: map[string]any{"argument": "source", "field": "data.name"},
 			Message: "The card has no name (data.name is empty), and the card service needs one; add a name to the file and import it again."}
 	}
-	sum := sha256.Sum256(data)
-	if in.Mode == modeTrial {
-		return importTrial(ctx, c, card, format, hex.EncodeToString(sum[:]), in.ClientKey)
+	keys, err := asideKeysFor(ctx, c.Client)
+	if err != nil {
+		return nil, err
 	}
-	run := &cardImport{c: c, card: card, format: format, sha: hex.EncodeToString(sum[:]), clientKey: in.ClientKey}
-	return run.run(ctx)
+	sum := sha256.Sum256(data)
+	sha := hex.EncodeToString(sum[:])
+	live := &liveProgress{p: c.Progress}
+	c.Progress = live
+	job := keys.job(digest("card", in.Mode, sha, in.ClientKey, in.IdempotencyKey))
+	if in.Mode == modeTrial {
+		return c.Jobs.do(ctx, job, live, func(ctx context.Context) (json.RawMessage, error) {
+			return importTrial(ctx, c, keys, card, format, sha, in.ClientKey)
+		})
+	}
+	if err := checkAside(ctx, c.Aside, keys, card.Leftovers()); err != nil {
+		return nil, err
+	}
+	run := &cardImport{c: c, card: card, format: format, sha: sha, clientKey: in.ClientKey, idem: in.IdempotencyKey, keys: keys}
+	return c.Jobs.do(ctx, job, live, run.run)
 }
 
 // cardImport is one run of import_tavern_card in mode card.
@@ -92,6 +108,7 @@ type cardImport struct {
 	format    tavern.Format
 	sha       string // SHA-256 of the file, hex
 	clientKey string
+	idem      string // the caller's idempotency key, or ""
 
 	keys        asideKeys
 	rec         cardRecord
@@ -101,13 +118,14 @@ type cardImport struct {
 	notes       []string
 }
 
-// idempotencyKey makes the same file (and clientKey) create the same card.
+// idempotencyKey makes the same file (and clientKey, and the caller's idempotency key) create
+// the same card.
 func (r *cardImport) idempotencyKey() string {
-	h := sha256.New()
-	h.Write([]byte(r.sha))
-	h.Write([]byte{0})
-	h.Write([]byte(r.clientKey))
-	return "tavern-import-" + hex.EncodeToString(h.Sum(nil))[:40]
+	parts := []string{r.sha, r.clientKey}
+	if r.idem != "" {
+		parts = append(parts, r.idem)
+	}
+	return "tavern-import-" + digest(parts...)[:40]
 }
 
 // fail turns the error of a step into the call's error: before the card exists it is returned as
@@ -148,13 +166,6 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 		r.steps.total += 1 + max(1, (len(book.Entries)+entriesPerWrite-1)/entriesPerWrite)
 	}
 
-	var err error
-	if r.keys, err = asideKeysFor(ctx, c.Client); err != nil {
-		return nil, err
-	}
-	if err := checkAside(ctx, c.Aside, r.keys, card.Leftovers()); err != nil {
-		return nil, err
-	}
 	r.steps.start(ctx, "create the card")
 	created, _, err := c.Client.CreateCard(ctx, upstream.CardCreateInput{RoleName: card.Name, IdempotencyKey: r.idempotencyKey()})
 	if err != nil {
@@ -165,7 +176,7 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 
 	// What an earlier run of the same import did (the same file gives the same card).
 	r.steps.aside()
-	resumed, err := loadRecord(ctx, c.Aside, r.keys.card(r.roleID), &r.rec)
+	resumed, err := c.Jobs.load(ctx, c.Aside, r.keys.card(r.roleID), &r.rec)
 	if err != nil {
 		return nil, r.fail(ctx, err)
 	}
@@ -187,7 +198,7 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 		r.rec.KeptAside = unionSorted(r.rec.KeptAside, bookKeptAside("character_book", book))
 	}
 	r.rec.Complete = false
-	if err := saveRecord(ctx, c.Aside, r.keys.card(r.roleID), &r.rec); err != nil {
+	if err := c.Jobs.save(ctx, c.Aside, r.keys.card(r.roleID), &r.rec); err != nil {
 		return nil, r.fail(ctx, err)
 	}
 
@@ -241,7 +252,7 @@ func (r *cardImport) run(ctx context.Context) (json.RawMessage, error) {
 
 	r.steps.aside()
 	r.rec.Complete = true
-	if err := saveRecord(ctx, c.Aside, r.keys.card(r.roleID), &r.rec); err != nil {
+	if err := c.Jobs.save(ctx, c.Aside, r.keys.card(r.roleID), &r.rec); err != nil {
 		return nil, r.fail(ctx, err)
 	}
 	return json.Marshal(importCardResult{
@@ -281,7 +292,7 @@ func (r *cardImport) avatar(ctx context.Context) error {
 	r.rec.AvatarImageID = up.ImageID
 	r.steps.end()
 	r.steps.aside()
-	return saveRecord(ctx, r.c.Aside, r.keys.card(r.roleID), &r.rec)
+	return r.c.Jobs.save(ctx, r.c.Aside, r.keys.card(r.roleID), &r.rec)
 }
 
 // worldbook creates the tavern-format worldbook of the card's character_book (or finds the one an
@@ -298,7 +309,7 @@ func (r *cardImport) worldbook(ctx context.Context) (int, error) {
 				return 0, err
 			}
 			r.worldbookID = "" // gone: make it again
-		} else if _, err := loadRecord(ctx, c.Aside, r.keys.worldbook(r.worldbookID), &wbRec); err != nil {
+		} else if _, err := c.Jobs.load(ctx, c.Aside, r.keys.worldbook(r.worldbookID), &wbRec); err != nil {
 			return 0, err
 		}
 	}
@@ -318,7 +329,7 @@ func (r *cardImport) worldbook(ctx context.Context) (int, error) {
 		wbRec = worldbookRecord{Name: book.Name, GeneratedName: generated}
 		r.rec.WorldbookID = r.worldbookID
 		r.steps.aside()
-		if err := saveRecord(ctx, c.Aside, r.keys.card(r.roleID), &r.rec); err != nil {
+		if err := c.Jobs.save(ctx, c.Aside, r.keys.card(r.roleID), &r.rec); err != nil {
 			return 0, err
 		}
 	} else {
@@ -433,7 +444,7 @@ func (w *entryWriter) write(ctx context.Context, entries []tavern.Entry) error {
 		w.created = append(w.created, res.CreatedEntryIDs...)
 		w.steps.end()
 		w.steps.aside()
-		if err := saveRecord(ctx, w.c.Aside, w.key, w.rec); err != nil {
+		if err := w.c.Jobs.save(ctx, w.c.Aside, w.key, w.rec); err != nil {
 			return err
 		}
 	}
@@ -522,16 +533,12 @@ func refuseOtherTrial(ctx context.Context, c Env, keys asideKeys, clientKey, sha
 
 // importTrial imports a card as the trial card named clientKey: one upsertTrialCard, with the
 // entries' matchOptions stripped (trial worldbooks are native) and kept aside with the rest.
-func importTrial(ctx context.Context, c Env, card *tavern.Card, format tavern.Format, sha, clientKey string) (json.RawMessage, error) {
+func importTrial(ctx context.Context, c Env, keys asideKeys, card *tavern.Card, format tavern.Format, sha, clientKey string) (json.RawMessage, error) {
 	book := card.Book
 	if book != nil && len(book.Entries) > entriesPerWrite {
 		return nil, &Failure{Code: CodeInvalidFile, Detail: map[string]any{"argument": "source", "entries": len(book.Entries), "limit": entriesPerWrite},
 			Message: fmt.Sprintf("A trial card's worldbook holds at most %d entries and this card's lorebook has %d; import it with mode card instead.",
 				entriesPerWrite, len(book.Entries))}
-	}
-	keys, err := asideKeysFor(ctx, c.Client)
-	if err != nil {
-		return nil, err
 	}
 	if err := refuseOtherTrial(ctx, c, keys, clientKey, sha); err != nil {
 		return nil, err

@@ -35,6 +35,8 @@ type Env struct {
 	// import has just read as next, or nil; "trial" by clientKey, with the upsertTrialCard body it
 	// will send as next), to keep it as a revision; its error stops the import before that write.
 	Revise func(ctx context.Context, kind, id string, next any) error
+	// Jobs runs the imports under their idempotency keys; nil runs each attached to its request.
+	Jobs *Jobs
 }
 
 // revise calls Revise when it is set.
