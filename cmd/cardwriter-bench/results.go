@@ -244,6 +244,15 @@ func (r *results) addedMs(c *cellResult) (float64, bool) {
 	return c.P50Ms - f.P50Ms, true
 }
 
+// quotient is a/b, or 0 where b is 0 (a server CPU too small for the clock's resolution on a
+// short run): JSON has no infinity, and the run's results must still be written.
+func quotient(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
 // finish computes the ratios, pair by pair within this run, and checks the targets.
 func (r *results) finish() {
 	r.Load[1] = loadavg()
@@ -260,7 +269,7 @@ func (r *results) finish() {
 					continue
 				}
 				q := ratio{Upstream: up, Mode: p[0], Versus: p[1], Concurrency: conc,
-					Throughput: a.Throughput / b.Throughput, P50: a.P50Ms / b.P50Ms, CPU: a.ServerCPUPer1k / b.ServerCPUPer1k}
+					Throughput: quotient(a.Throughput, b.Throughput), P50: quotient(a.P50Ms, b.P50Ms), CPU: quotient(a.ServerCPUPer1k, b.ServerCPUPer1k)}
 				addA, okA := r.addedMs(a)
 				addB, okB := r.addedMs(b)
 				if okA && okB && p[1] != modeFloor && addB > 0 {
