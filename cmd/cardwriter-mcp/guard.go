@@ -118,7 +118,7 @@ func (g *guard) body(next http.Handler) http.Handler {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		if refused := g.messages.Check(body); refused != nil {
 			g.logger.Warn("mcp message refused before decoding", "reason", refused.Reason, "tool", refused.Tool)
-			if g.limited != nil {
+			if g.limited != nil && !refused.Invalid {
 				g.limited("message")
 			}
 			answer := refused.Response()

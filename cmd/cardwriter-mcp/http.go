@@ -147,7 +147,7 @@ func defaultMaxBody() int64 { return tools.LargestArgument(tools.All()) + 1<<20 
 func messageLimits() *msglimit.Limits {
 	args := tools.NewArgumentLimits(tools.All())
 	return &msglimit.Limits{Depth: msglimit.DefaultDepth, Values: msglimit.DefaultValues, Envelope: msglimit.DefaultEnvelope,
-		Argument: args.Argument, Arguments: args.Arguments}
+		Argument: args.Argument, Arguments: args.Arguments, Invalid: tools.InvalidPromptArguments}
 }
 
 // requestUser is who an MCP request over HTTP acts for, wherever users must be told apart (the
