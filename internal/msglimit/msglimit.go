@@ -163,8 +163,8 @@ type walker struct {
 	id        json.RawMessage
 	tool      string
 	params    json.RawMessage // the params member as it came (not copied)
-	args      []argument // each argument of the arguments object(s), as met
-	argsBytes int64      // the arguments object(s), in all
+	args      []argument      // each argument of the arguments object(s), as met
+	argsBytes int64           // the arguments object(s), in all
 }
 
 func (w *walker) space() {
