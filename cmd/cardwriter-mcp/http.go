@@ -327,6 +327,7 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	sess.SetLimits(sessionLimits)
 	f.hooks = &server.Hooks{}
 	sess.Hooks(f.hooks)
+	afterListen(f.hooks)
 	f.notifier = httpNotifier{sess}
 	b, err := f.newBackend(stderr, base)
 	if err != nil {
@@ -379,7 +380,7 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		allowedOrigins: allowedOrigins, allowedHosts: allowedHosts,
 		loopback: loopback, public: deployedPublic(af.publicURL), maxBody: *maxBody, bodyTimeout: *bodyTimeout, logger: b.logger, limited: limited, messages: messageLimits(),
 	}
-	g.next = az.protect(g.body(protocolHTTP(sess.Gate(streamable))))
+	g.next = az.protect(g.body(protocolHTTP(sess.Gate(listenHTTP(streamable)))))
 	mux := http.NewServeMux()
 	mux.Handle(proxy.MCPPath, g)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
