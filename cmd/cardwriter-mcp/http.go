@@ -31,6 +31,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/sealed"
 	"github.com/cardwriter/cardwriter-mcp/internal/sessions"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
+	"github.com/cardwriter/cardwriter-mcp/internal/tasks"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 )
@@ -328,6 +329,7 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	f.hooks = &server.Hooks{}
 	sess.Hooks(f.hooks)
 	afterListen(f.hooks)
+	f.extensions = map[string]any{tasks.Extension: map[string]any{}}
 	f.notifier = httpNotifier{sess}
 	b, err := f.newBackend(stderr, base)
 	if err != nil {
@@ -380,7 +382,8 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		allowedOrigins: allowedOrigins, allowedHosts: allowedHosts,
 		loopback: loopback, public: deployedPublic(af.publicURL), maxBody: *maxBody, bodyTimeout: *bodyTimeout, logger: b.logger, limited: limited, messages: messageLimits(),
 	}
-	g.next = az.protect(g.body(protocolHTTP(sess.Gate(listenHTTP(streamable)))))
+	taskStore := &tasks.Store{KV: f.state, TTL: taskTTL, PollInterval: taskPoll}
+	g.next = az.protect(g.body(protocolHTTP(tasksHTTP(taskStore, sess.Gate(listenHTTP(streamable))))))
 	mux := http.NewServeMux()
 	mux.Handle(proxy.MCPPath, g)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
