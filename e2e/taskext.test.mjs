@@ -117,6 +117,17 @@ describe('SDK v2 (2026-07-28) over HTTP: imports and exports as Tasks, state in 
       const wbs = await other.request('tools/call', { name: 'list_worldbooks', arguments: {} });
       assert.equal(wbs.result.structuredContent.list.filter((w) => w.name === 'Task Road').length, 1);
 
+      // The export of that worldbook, as a task too, on the first replica.
+      const exp = await other.request('tools/call', { name: 'export_tavern_worldbook', arguments: { worldbookId: task.result.structuredContent.worldbookId } });
+      assert.equal(exp.result?.resultType, 'task', JSON.stringify(exp));
+      let exported;
+      do {
+        await new Promise((r) => setTimeout(r, 100));
+        exported = (await other.request('tasks/get', { taskId: exp.result.taskId })).result;
+      } while (exported.status === 'working');
+      assert.equal(exported.status, 'completed', JSON.stringify(exported).slice(0, 500));
+      assert.ok(!exported.result.isError, JSON.stringify(exported.result).slice(0, 500));
+
       // Cancelling a task that ended is acknowledged and changes nothing.
       const cancel = await other.request('tasks/cancel', { taskId: handle.taskId });
       assert.deepEqual(cancel.result, { resultType: 'complete' });
