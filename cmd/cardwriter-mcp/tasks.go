@@ -53,8 +53,10 @@ func tasksHTTP(ts *tasks.Store, next http.Handler) http.Handler {
 		var msg struct {
 			ID     json.RawMessage `json:"id"`
 			Params struct {
+				Name   string `json:"name"`
 				TaskID string `json:"taskId"`
 				Meta   struct {
+					Version      string `json:"io.modelcontextprotocol/protocolVersion"`
 					Capabilities struct {
 						Extensions map[string]json.RawMessage `json:"extensions"`
 					} `json:"io.modelcontextprotocol/clientCapabilities"`
@@ -63,7 +65,13 @@ func tasksHTTP(ts *tasks.Store, next http.Handler) http.Handler {
 		}
 		_ = json.Unmarshal(body, &msg)
 		_, declared := msg.Params.Meta.Capabilities.Extensions[tasks.Extension]
-		if len(msg.ID) == 0 || method == "tools/call" && !declared {
+		// What the headers say must be what the body says (else mcp-go answers the mismatch).
+		name := msg.Params.Name
+		if method != "tools/call" {
+			name = msg.Params.TaskID
+		}
+		agrees := msg.Params.Meta.Version == r.Header.Get(mcp.HeaderProtocolVersion) && name == r.Header.Get(mcp.HeaderName)
+		if len(msg.ID) == 0 || !agrees || method == "tools/call" && !declared {
 			r.Body = bodyOf(body)
 			next.ServeHTTP(w, r)
 			return
