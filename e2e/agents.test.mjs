@@ -8,183 +8,12 @@
 // call. Skipped when a host is not installed, failing under CI=true.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 
-import { BIN, callTool, cleanEnv, connect, serverFor } from './lib/harness.mjs';
-import { readmeBlock } from './lib/readme.mjs';
+import { callTool, connect, serverFor } from './lib/harness.mjs';
+import { HOSTS, hostHome, missing, printed } from './lib/hosts.mjs';
 import { startModel } from './lib/standin-model.mjs';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const modules = join(here, 'node_modules');
-// A host run that takes longer than this has hung: it is killed and the test fails.
-const RUN_MS = 120000;
-// The README's example HTTP endpoint, replaced by the test server's.
-const README_URL = 'http://127.0.0.1:8080/mcp';
 const WELCOME = '"You\'re late, pilot," the captain says.';
-
-/** The environment of a host run: nothing of the user's (home, keys, model settings). */
-function hostEnv(home, extra) {
-  const env = {};
-  for (const [k, v] of Object.entries(cleanEnv())) {
-    if (!/^(ANTHROPIC_|CLAUDE_|GEMINI_|GOOGLE_|XDG_)|_PROXY$/i.test(k)) env[k] = v;
-  }
-  // Anything a host sends beyond loopback goes to a proxy that is not there, and fails at once.
-  const offline = { HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9', NO_PROXY: '127.0.0.1,localhost' };
-  return { ...env, ...offline, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), NO_COLOR: '1', ...extra };
-}
-
-/**
- * Runs a host command in home (its own process group, killed whole after RUN_MS); resolves with
- * its exit code, stdout and stderr.
- */
-function run(command, args, { env, cwd }) {
-  return new Promise((resolve) => {
-    const p = spawn(command, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d) => (stdout += d));
-    p.stderr.on('data', (d) => (stderr += d));
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      process.kill(-p.pid, 'SIGKILL');
-    }, RUN_MS);
-    p.on('error', (err) => {
-      clearTimeout(timer);
-      resolve({ code: -1, stdout, stderr: `${stderr}\n${err.message}`, timedOut });
-    });
-    p.on('close', (code) => {
-      clearTimeout(timer);
-      // Whatever the host left running (a stdio server it did not stop) goes with it.
-      try {
-        process.kill(-p.pid, 'SIGKILL');
-      } catch {
-        // the group is gone
-      }
-      resolve({ code, stdout, stderr, timedOut });
-    });
-  });
-}
-
-/** The tail of a text, for a failure message. */
-function tail(s, n = 3000) {
-  return s.length > n ? `...${s.slice(-n)}` : s;
-}
-
-/** What a host run printed, for a failure message. */
-function printed(r) {
-  return `${r.timedOut ? `killed after ${RUN_MS} ms\n` : ''}exit ${r.code}\n--- stdout (tail) ---\n${tail(r.stdout)}\n--- stderr (tail) ---\n${tail(r.stderr)}`;
-}
-
-/**
- * A host: how to find it, configure it from the README for one server, check that it connects,
- * and run one prompt non-interactively against the stand-in model.
- */
-const claudeCode = {
-  name: 'Claude Code',
-  package: '@anthropic-ai/claude-code',
-  command: join(modules, '.bin', 'claude'),
-  prefix: (server) => `mcp__${server}__`,
-  // The arguments the host declares on every tool and passes on, and the values the model
-  // sends: Claude Code adds none.
-  added: {},
-  env: (model) => ({
-    ANTHROPIC_BASE_URL: model.url,
-    ANTHROPIC_API_KEY: 'sk-ant-standin',
-    CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
-    DISABLE_AUTOUPDATER: '1',
-  }),
-  // Its default: the tools listed to the model by name only, loaded with its ToolSearch tool.
-  toolSearch: true,
-  /** The README's `claude mcp add` line for the transport, run as written. */
-  async configure(h, transport, url) {
-    const line = readmeBlock('claude-code').split('\n').map((l) => l.replace(/#.*/, '').trim())
-      .find((l) => (transport === 'http' ? l.includes('--transport http') : /\sstdio\b/.test(l) && !l.includes('--env')));
-    assert.ok(line, `README's Claude Code block has no ${transport} line`);
-    const args = line.split(/\s+/).slice(1).map((a) => (a === 'cardwriter-mcp' ? BIN : a === README_URL ? url : a));
-    const name = args[args.indexOf('add') + (transport === 'http' ? 3 : 1)];
-    const r = await run(this.command, args, { env: h.env, cwd: h.home });
-    assert.equal(r.code, 0, `${this.name}: ${line} failed:\n${printed(r)}`);
-    return name;
-  },
-  async connected(h, name) {
-    const r = await run(this.command, ['mcp', 'list'], { env: h.env, cwd: h.home });
-    const row = r.stdout.split('\n').find((l) => l.startsWith(`${name}:`));
-    assert.ok(row && /Connected/.test(row) && !/Failed|Needs/.test(row), `${this.name}: claude mcp list does not show ${name} connected:\n${printed(r)}`);
-  },
-  prompt(h, name) {
-    return run(this.command, ['-p', 'Make me a card for Captain Mira Vale.', '--allowedTools', `mcp__${name}`, '--output-format', 'json'], { env: h.env, cwd: h.home });
-  },
-};
-
-/** The hosts, Claude Code twice: with its tool search (its default) and without. */
-const HOSTS = [
-  claudeCode,
-  // Every tool's schema in the model's first request (tool search off, as with a model or a
-  // gateway without it).
-  { ...claudeCode, name: 'Claude Code without tool search', toolSearch: false, env: (model) => ({ ...claudeCode.env(model), ENABLE_TOOL_SEARCH: 'false' }) },
-  {
-    name: 'Gemini CLI',
-    package: '@google/gemini-cli',
-    command: process.execPath,
-    script: join(modules, '@google', 'gemini-cli', 'bundle', 'gemini.js'),
-    prefix: (server) => `mcp_${server}_`,
-    // Gemini CLI declares wait_for_previous on every tool and passes it on to the server.
-    added: { wait_for_previous: true },
-    env: (model) => ({ GOOGLE_GEMINI_BASE_URL: model.url, GEMINI_API_KEY: 'standin' }),
-    /** The README's settings.json entry for the transport, as the user's settings. */
-    async configure(h, transport, url) {
-      const servers = JSON.parse(readmeBlock('gemini-cli')).mcpServers;
-      const name = Object.keys(servers).find((n) => (transport === 'http' ? servers[n].url : servers[n].command));
-      assert.ok(name, `README's Gemini CLI block has no ${transport} server`);
-      const entry = { ...servers[name] };
-      if (entry.command === 'cardwriter-mcp') entry.command = BIN;
-      if (entry.url === README_URL) entry.url = url;
-      mkdirSync(join(h.home, '.gemini'), { recursive: true });
-      writeFileSync(join(h.home, '.gemini', 'settings.json'), JSON.stringify({
-        mcpServers: { [name]: entry },
-        // An API key, read from GEMINI_API_KEY (the model's address from GOOGLE_GEMINI_BASE_URL).
-        security: { auth: { selectedType: 'gemini-api-key' } },
-        privacy: { usageStatisticsEnabled: false },
-        general: { disableAutoUpdate: true, disableUpdateNag: true },
-      }, null, 2));
-      // The folder trusted, as the trust dialog records it: MCP servers run only in trusted folders.
-      writeFileSync(join(h.home, '.gemini', 'trustedFolders.json'), JSON.stringify({ [h.home]: 'TRUST_FOLDER' }));
-      return name;
-    },
-    async connected(h, name) {
-      const r = await run(this.command, [this.script, 'mcp', 'list'], { env: h.env, cwd: h.home });
-      const out = r.stdout + r.stderr;
-      const row = out.split('\n').find((l) => l.includes(`${name}:`) || l.includes(`${name} `));
-      assert.ok(row && /Connected/.test(row) && !/Disconnected/.test(row), `Gemini CLI: gemini mcp list does not show ${name} connected:\n${printed(r)}`);
-    },
-    prompt(h, name) {
-      // The server's tools allowed without a confirmation, which a run without a terminal cannot
-      // ask for (a rule of Gemini's policy engine, as --allowedTools for Claude Code).
-      const policy = join(h.home, 'cardwriter.toml');
-      writeFileSync(policy, `[[rule]]\nmcpName = ${JSON.stringify(name)}\ntoolName = "*"\ndecision = "allow"\npriority = 100\n`);
-      // A model named on the command line: Gemini CLI then asks no classifier which model to use.
-      return run(this.command, [this.script, '-p', 'Make me a card for Captain Mira Vale.', '-m', 'gemini-2.5-flash', '--policy', policy, '--output-format', 'text'], { env: h.env, cwd: h.home });
-    },
-  },
-];
-
-/** Whether a host is installed and runs here: '' when it does, else why not. */
-function missing(host) {
-  if (!existsSync(join(modules, ...host.package.split('/'), 'package.json'))) return `${host.package} is not installed in e2e/node_modules (e2e/run installs it)`;
-  const home = mkdtempSync(join(tmpdir(), 'cardwriter-agent-'));
-  try {
-    const args = host.script ? [host.script, '--version'] : ['--version'];
-    const r = spawnSync(host.command, args, { env: hostEnv(home, {}), cwd: home, timeout: 60000, encoding: 'utf8' });
-    return r.status === 0 ? '' : `${host.name} does not run here (${host.command} --version: exit ${r.status}, ${r.error?.message ?? ''} ${tail(r.stderr ?? '', 500)})`;
-  } finally {
-    rmSync(home, { recursive: true, force: true });
-  }
-}
 
 /**
  * The model's script: whoami; create_card once whoami's answer names the demo user; then
@@ -255,13 +84,12 @@ for (const host of HOSTS) {
           server = await serverFor(transport);
           play = script(host.added);
           model = await startModel({ marker: 'whoami', script: (conv) => play.play(conv) });
-          const home = mkdtempSync(join(tmpdir(), 'cardwriter-agent-'));
-          h = { home, env: hostEnv(home, host.env(model)) };
+          h = hostHome(host, model);
         });
         after(async () => {
           await model?.close();
           await server?.stop();
-          if (h) rmSync(h.home, { recursive: true, force: true });
+          h?.remove();
         });
 
         let name;

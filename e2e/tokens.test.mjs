@@ -21,10 +21,14 @@ async function measure(args) {
     const json = JSON.stringify(result);
     const enc = getEncoding('cl100k_base');
     const perTool = result.tools.map((t) => enc.encode(JSON.stringify(t)).length);
+    // What a host passes its model of each tool: name, description and input schema (Claude Code's
+    // input_schema, Gemini CLI's parametersJsonSchema); output schemas and annotations stay with the host.
+    const seen = JSON.stringify(result.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })));
     return {
       tools: result.tools.length,
       bytes: Buffer.byteLength(json),
       tokens: enc.encode(json).length,
+      seen: enc.encode(seen).length,
       largest: Math.max(...perTool),
       largestName: result.tools[perTool.indexOf(Math.max(...perTool))].name,
     };
@@ -48,7 +52,9 @@ it('the README states what tools/list costs in tokens', async () => {
     BEGIN,
     `\`tools/list\` with all ${all.tools} tools is ${kb(all.bytes)} KiB of JSON, **${all.tokens.toLocaleString('en-US')} tokens** ` +
       `(cl100k_base, measured by \`e2e/tokens.test.mjs\`, which holds it at or under ${TOOLS_LIST_BUDGET.toLocaleString('en-US')}); the largest tool is \`${all.largestName}\` ` +
-      `(${all.largest.toLocaleString('en-US')} tokens). With \`--read-only\` (${readOnly.tools} tools): ` +
+      `(${all.largest.toLocaleString('en-US')} tokens). What a model sees of it (each tool's name, description and input schema, ` +
+      `as hosts pass them on: no output schemas) is **${all.seen.toLocaleString('en-US')} tokens**; what each host sends per request ` +
+      `is in the author tasks table below. With \`--read-only\` (${readOnly.tools} tools): ` +
       `${kb(readOnly.bytes)} KiB, ${readOnly.tokens.toLocaleString('en-US')} tokens. With \`--dynamic-toolsets\` (stdio) the server ` +
       `starts with ${dynamic.tools} tools: ${kb(dynamic.bytes)} KiB, **${dynamic.tokens.toLocaleString('en-US')} tokens**, and the model ` +
       `loads a toolset when it needs it. \`--toolsets\` and \`--tools\` trim it further.`,

@@ -21,7 +21,7 @@ func DownloadHandler(opts Options) http.Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	x := newExports(opts, nil, log, newSigner(opts.SigningKey, state))
+	x := newExports(opts, nil, nil, log, newSigner(opts.SigningKey, state))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "private, no-store")
 		w.Header().Set("Referrer-Policy", "no-referrer")

@@ -91,15 +91,16 @@ type exports struct {
 	now    func() time.Time
 	budget int
 	client *upstream.Client
+	owner  Owner
 	log    *slog.Logger
 	keys   *signer // signs download URLs
 	public string  // the HTTP server's public origin; "": no download URLs
 }
 
 // newExports returns the exports of a server with opts, calling the card service through
-// client, signing download URLs with keys.
-func newExports(opts Options, client *upstream.Client, log *slog.Logger, keys *signer) *exports {
-	x := &exports{kv: opts.Exports, ttl: opts.ExportTTL, now: opts.now, budget: opts.resultBudget(), client: client, log: log,
+// client, owned by owner, signing download URLs with keys.
+func newExports(opts Options, client *upstream.Client, owner Owner, log *slog.Logger, keys *signer) *exports {
+	x := &exports{kv: opts.Exports, ttl: opts.ExportTTL, now: opts.now, budget: opts.resultBudget(), client: client, owner: owner, log: log,
 		keys: keys, public: strings.TrimRight(opts.PublicURL, "/")}
 	if x.kv == nil {
 		x.kv = store.NewMemory()
@@ -124,13 +125,18 @@ func newExports(opts Options, client *upstream.Client, log *slog.Logger, keys *s
 // Options.ExportUserBytes is 0.
 const DefaultExportUserBytes = 64 << 20
 
-// exportOwner is who may read an export back: the card service's user id (the same across
-// token refreshes and MCP clients), "" when the service does not say.
-func exportOwner(ctx context.Context, c *upstream.Client) string { return c.Principal(ctx) }
-
-// errNoOwner refuses to keep an export for a user the card service does not name: nobody could
-// be told apart from anybody else when reading it back.
-var errNoOwner = errors.New("the card service did not say who the user is (GET /me), so the export cannot be kept for you alone")
+// exportOwner is who may read an export back: the call's Owner (the same as its revisions'),
+// "" when it has none.
+func (x *exports) exportOwner(ctx context.Context) string {
+	if x.owner == nil {
+		return "" // the download handler: its requests carry a signature, not an owner
+	}
+	u, err := x.owner(ctx)
+	if err != nil {
+		return ""
+	}
+	return u.BaseURL + "\x00" + u.ID
+}
 
 // exportDest is the where-to of an export call: path (stdio) and overwrite.
 type exportDest struct {
@@ -296,7 +302,7 @@ func (x *exports) keep(ctx context.Context, name, mime string, isText bool, data
 	}
 	key := hex.EncodeToString(id[:])
 	expires := x.now().Add(x.ttl).UTC().Truncate(time.Second)
-	owner := exportOwner(ctx, x.client)
+	owner := x.exportOwner(ctx)
 	if owner == "" {
 		return exportLink{}, errNoOwner
 	}
@@ -364,7 +370,7 @@ func (x *exports) downloadSig(ctx context.Context, id string, rec exportRecord) 
 
 // live returns the links of the caller's exports that have not expired, newest first.
 func (x *exports) live(ctx context.Context) ([]exportLink, error) {
-	owner := exportOwner(ctx, x.client)
+	owner := x.exportOwner(ctx)
 	if owner == "" {
 		return nil, nil
 	}
@@ -401,7 +407,7 @@ func (x *exports) read(ctx context.Context, uri string) (exportRecord, error) {
 	if err := json.Unmarshal(raw, &rec); err != nil {
 		return exportRecord{}, fmt.Errorf("the export %s is damaged: %w", id, err)
 	}
-	if owner := exportOwner(ctx, x.client); !x.now().Before(rec.Expires) || owner == "" || rec.Owner != owner {
+	if owner := x.exportOwner(ctx); !x.now().Before(rec.Expires) || owner == "" || rec.Owner != owner {
 		return exportRecord{}, errNoExport
 	}
 	return rec, nil

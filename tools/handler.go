@@ -9,6 +9,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/cpubudget"
 	"github.com/cardwriter/cardwriter-mcp/internal/quota"
 	"io"
+	"io/fs"
 	"log/slog"
 	"maps"
 	"net"
@@ -421,10 +422,11 @@ func outcome(ctx context.Context, err error) (env map[string]any, code string, i
 	case ctx.Err() != nil && errors.Is(err, context.Canceled):
 		f := &Failure{Code: codeCancelled, Message: "The call was cancelled before the card service answered."}
 		return f.Envelope(), f.Code, false
-	case store.IsUnavailable(err):
-		// Redis down, failing over, or a write no replica confirmed: nothing was kept.
-		f := &Failure{Code: codeUnavailable, Retryable: true,
-			Message: "This server's store (where it keeps what the card service cannot hold) is unavailable for a moment; try again in a moment."}
+	case store.IsUnavailable(err) || localFault(err):
+		// Redis down, failing over, a write no replica confirmed, a full disk: nothing was kept.
+		f := &Failure{Code: codeUnavailable, Retryable: true, Detail: map[string]any{"cause": undo.StoreCause(err)},
+			Message: "This server (cardwriter-mcp, not the card service) could not save what it keeps beside the card service: " +
+				undo.StoreCause(err) + ". Try again once its operator has fixed it."}
 		return f.Envelope(), f.Code, false
 	case unreachable(err):
 		f := &Failure{Code: codeUnavailable, Retryable: true,
@@ -434,6 +436,14 @@ func outcome(ctx context.Context, err error) (env map[string]any, code string, i
 	f = &Failure{Code: codeInternal,
 		Message: "cardwriter-mcp could not complete the call because of an internal error (details are in its log); your arguments were not the cause."}
 	return f.Envelope(), f.Code, true
+}
+
+// localFault reports a failure of this server's own files (a full disk, a read-only folder),
+// which must not read as the card service's.
+func localFault(err error) bool {
+	var pathErr *fs.PathError
+	var opErr *net.OpError
+	return errors.As(err, &pathErr) && !errors.As(err, &opErr)
 }
 
 // unreachable reports a transport failure that outlived the client's retries: no connection,

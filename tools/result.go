@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/schema"
 )
@@ -113,7 +114,8 @@ func (t *Tool) lostAnswer(ctx context.Context, err error, body json.RawMessage) 
 	var apiErr *upstream.Error
 	var argErr *upstream.ArgumentError
 	var f *Failure
-	if errors.As(err, &apiErr) || errors.As(err, &argErr) || errors.As(err, &f) || !unreachable(err) || upstream.NotSent(err) {
+	if errors.As(err, &apiErr) || errors.As(err, &argErr) || errors.As(err, &f) || !unreachable(err) || upstream.NotSent(err) ||
+		localFault(err) || store.IsUnavailable(err) {
 		return nil
 	}
 	detail := map[string]any{"operation": t.Operation}

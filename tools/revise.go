@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -19,7 +18,7 @@ import (
 )
 
 // Revisions (issue 23): before a write that replaces or deletes an author's content goes out,
-// the tool reads what it will replace and keeps it as a revision, under the service's user id;
+// the tool reads what it will replace and keeps it as a revision, under its Owner (owner.go);
 // the write's result names it, and restore_revision (revisions.go) puts it back. A write whose
 // revision could not be kept is not sent. The use case (snapshots, versions, diffs, restores)
 // is package undo's; this file maps a call's arguments onto it.
@@ -33,22 +32,10 @@ type RevisionObserver interface {
 	Revisions(event string, n int)
 }
 
-// serviceUser returns who the call in ctx acts for on the card service: the card service's
-// base URL and the user's id there (upstream.Client.Principal: the signed-in user of the
-// request, or GET /me once per token). It is the one place the revisions learn who the user
-// is; a user the service does not name keeps no revision.
-func (d *deps) serviceUser(ctx context.Context) (revisions.User, error) {
-	id := d.client.Principal(ctx)
-	if id == "" {
-		return revisions.User{}, errors.New("the card service did not say who the user is (GET /me)")
-	}
-	return revisions.User{BaseURL: d.client.BaseURL(), ID: id}, nil
-}
-
 // newRun is the revisions use case of one call (undo.Run); its Store is nil when revisions are
 // off.
 func newRun(ctx context.Context, t *Tool, d *deps) *undo.Run {
-	env := undo.Env{Client: d.client, Owner: d.serviceUser, Tool: t.Name, Caller: clientName(ctx), Log: d.log}
+	env := undo.Env{Client: d.client, Owner: d.owner, Tool: t.Name, Caller: clientName(ctx), Log: d.log}
 	if d.revs != nil {
 		env.Store = d.revs
 	}

@@ -74,6 +74,9 @@ type Options struct {
 	// memory for the life of the server. A retention keeping none turns revisions off (and
 	// the revisions toolset is not served).
 	Revisions *RevisionStore
+	// Owner says whose each call's revisions and exports are; nil is RequestOwner (the
+	// request's authorization, else its token). A stdio server sets LocalOwner.
+	Owner Owner
 	// Exports keeps the exports too large for a result, for resources/read (Redis shared by
 	// replicas, or the embedded store); nil keeps them in memory.
 	Exports store.KV
@@ -188,9 +191,13 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 	if opts.Observer != nil {
 		d.aside = observedAside{d.aside, opts.Observer}
 	}
+	d.owner = opts.Owner
+	if d.owner == nil {
+		d.owner = RequestOwner(client)
+	}
 	state := opts.stateStore()
 	keys := newSigner(opts.SigningKey, state)
-	d.exports = newExports(opts, client, log, keys)
+	d.exports = newExports(opts, client, d.owner, log, keys)
 	d.confirm = newConfirmer(opts, state, keys)
 	d.shadows = newShadowLedger(opts, d.exports)
 	if qo, ok := opts.Observer.(interface {
@@ -258,6 +265,7 @@ type deps struct {
 	jobs     *tavernsync.Jobs
 	files    *LocalFiles
 	revs     *RevisionStore // nil: revisions are off
+	owner    Owner          // whose revisions and exports a call's are
 	exports  *exports
 	match    *cpubudget.Limiter
 	shadows  *quota.Ledger // trial shadows per user (shadows.go)
@@ -311,7 +319,8 @@ func toolHandler(t *Tool, d *deps) server.ToolHandlerFunc {
 const codeInputRequired = "input_required"
 
 // runTool runs one call and returns its result and its outcome code ("ok" or an error code);
-// err is the defect behind an "internal" outcome, for the log only.
+// err is the defect behind an "internal" outcome, or the cause of a fault of this server's
+// store, for the log only.
 func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.CallToolRequest) (*mcp.CallToolResult, string, error) {
 	var body json.RawMessage // once known: what went upstream, for a lost answer's advice
 	fail := func(err error) (*mcp.CallToolResult, string, error) {
@@ -319,8 +328,8 @@ func runTool(ctx context.Context, t *Tool, d *deps, handle HandlerFunc, req mcp.
 			err = f
 		}
 		env, code, internal := outcome(ctx, err)
-		if !internal {
-			err = nil
+		if !internal && !store.IsUnavailable(err) && !localFault(err) {
+			err = nil // a fault of this server's own store is logged with its cause
 		}
 		return errorResult(env), code, err
 	}

@@ -32,6 +32,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/internal/oauthserver"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
+	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
 
 const (
@@ -508,7 +509,15 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	me, err := s.up.me(ctx, toks.Access)
-	if err != nil || me.UserID == "" {
+	if identityMissing(err) {
+		// The service names nobody: the grant is the user (revisions, exports, limits), and
+		// no consent is remembered for a user nobody named.
+		s.log.Warn("authorization: the card service has no identity operation where the contract says; the grant stands for the user", "err", err)
+		me, err = &upstream.Me{}, nil
+	} else if err == nil && me.UserID == "" {
+		err = errors.New("the identity operation named no userId")
+	}
+	if err != nil {
 		s.log.Error("authorization: ask the card service who signed in", "err", err)
 		s.up.revoke(ctx, toks)
 		backToClient(url.Values{"error": {"server_error"}, "error_description": {"The card service did not say who signed in."}},
@@ -527,7 +536,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.now()
-	if ar.RememberedFor == "" {
+	if ar.RememberedFor == "" && me.UserID != "" {
 		if err := s.store.PutConsent(ctx, &Consent{UserID: me.UserID, ClientID: ar.ClientID, RedirectURI: ar.RedirectURI, Scope: ar.Scope, Granted: now.UTC()}); err != nil {
 			s.log.Warn("proxy: remember a consent", "err", err)
 		}
@@ -551,10 +560,16 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	if err := s.store.UseClient(ctx, ar.ClientID); err != nil {
 		s.log.Warn("proxy: keep a registration used to sign in", "client_id", ar.ClientID, "err", err)
 	}
-	s.setUser(w, me.UserID)
+	if me.UserID != "" {
+		s.setUser(w, me.UserID)
+	}
 	outcome = "ok"
 	s.log.Info("authorization granted", "grant", g.ID, "client_id", g.ClientID, "user", g.UserID)
-	backToClient(url.Values{"code": {ourCode}}, "Signed in as "+me.Nickname+". Returning to the application…")
+	signedIn := "Signed in"
+	if me.Nickname != "" {
+		signedIn += " as " + me.Nickname
+	}
+	backToClient(url.Values{"code": {ourCode}}, signedIn+". Returning to the application…")
 }
 
 // storeDownPage answers a browser's return when the store could not be read or written (Redis

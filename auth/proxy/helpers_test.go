@@ -63,6 +63,7 @@ type envOptions struct {
 	accessTTL         time.Duration
 	metadataClient    *http.Client // fetches client metadata documents (a test's TLS server)
 	bounds            *Options     // when set: its bounds of unauthenticated state and trusted proxies
+	noIdentity        bool         // the card service has no identity operation (404 at /me)
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -77,6 +78,15 @@ func newEnv(t *testing.T, o envOptions) *env {
 			t.Fatal(err)
 		}
 		e.sb = sb
+		if o.noIdentity {
+			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == "/open/v1/me" {
+					http.NotFound(w, r)
+					return
+				}
+				sb.Handler().ServeHTTP(w, r)
+			})
+		}
 		return sb.Handler()
 	})
 	e.secrets.Add(e.sb.DemoToken())

@@ -238,6 +238,10 @@ func (p *Passthrough) authenticate(r *http.Request, token string) (*Principal, u
 			p.refused[d] = now.Add(p.refusedTTL)
 			p.mu.Unlock()
 			return nil, nil, &authFailure{status: http.StatusUnauthorized, token: true, reason: "The card service does not accept the access token."}
+		case identityMissing(err):
+			// The service names nobody: the token is forwarded as it came (the service
+			// refuses it at the first call if it must), and its digest stands for the user.
+			me = &upstream.Me{}
 		case err != nil || me.UserID == "":
 			p.log.Warn("passthrough: the card service could not check a token", "err", err)
 			return nil, nil, &authFailure{status: http.StatusServiceUnavailable, token: true, reason: "The card service could not check the access token; try again in a moment."}
@@ -250,7 +254,13 @@ func (p *Passthrough) authenticate(r *http.Request, token string) (*Principal, u
 		p.known[d] = k
 		p.mu.Unlock()
 	}
-	return &Principal{UserID: k.user}, &passthroughSource{token: upstream.Token(token), forget: func() {
+	p0 := &Principal{UserID: k.user}
+	if k.user == "" {
+		// Nobody named: the token's digest tells its holder apart (sessions, revisions,
+		// exports, limits), as a grant would.
+		p0.GrantID = "token-" + d[:32]
+	}
+	return p0, &passthroughSource{token: upstream.Token(token), forget: func() {
 		p.mu.Lock()
 		delete(p.known, d)
 		p.mu.Unlock()

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
 	"net/netip"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -21,18 +23,8 @@ import (
 func TestPassthrough(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	pub := authtest.Serve(t, func(url string) http.Handler {
-		p, err := NewPassthrough(PassthroughOptions{PublicURL: url, APIHost: e.sbURL, Logger: logger, Now: e.clock.Now})
-		if err != nil {
-			t.Fatal(err)
-		}
-		api, _ := upstream.New(e.sbURL, upstream.ContextTokenSource{}, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
-		mux := http.NewServeMux()
-		mux.Handle(MCPPath, p.Protect(mcpStandIn(api)))
-		mux.Handle("/", p.Handler())
-		return mux
-	})
-	pe := &env{t: t, url: pub, secrets: e.secrets}
+	pe := servePassthrough(t, e, e.sbURL, logger)
+	pub := pe.url
 
 	resp, err := http.Get(pub + "/.well-known/oauth-protected-resource/mcp")
 	if err != nil {
@@ -81,6 +73,76 @@ func TestPassthrough(t *testing.T) {
 	other := e.sb.AddUser("other-user-token-0123456789", "Other")
 	if status, _, _ := pe.mcpCall("other-user-token-0123456789", sid, listBody); status != 404 || other == "" {
 		t.Errorf("another user's token with the session: %d", status)
+	}
+}
+
+// TestPassthroughWithoutIdentity: a card service with no identity operation (404 where the
+// contract guesses GET /me) still serves passthrough: its tokens are accepted and forwarded,
+// each token's digest stands for its holder, and one token's session is not another's.
+func TestPassthroughWithoutIdentity(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	target, _ := url.Parse(e.sbURL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	noMe := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/open/v1/me" {
+			http.NotFound(w, r)
+			return
+		}
+		rp.ServeHTTP(w, r)
+	}))
+	t.Cleanup(noMe.Close)
+	pe := servePassthrough(t, e, noMe.URL, nil)
+	status, hd, out := pe.mcpCall(e.sb.DemoToken(), "", initBody)
+	ident, _ := out["identity"].(map[string]any)
+	grant, _ := ident["grant"].(string)
+	if status != 200 || out["principal"] != "" || !strings.HasPrefix(grant, "token-") {
+		t.Fatalf("a token of a service without identity: %d %v", status, out)
+	}
+	sid := hd.Get("Mcp-Session-Id")
+	e.sb.AddUser("other-user-token-0123456789", "Other")
+	if status, _, _ := pe.mcpCall("other-user-token-0123456789", sid, listBody); status != 404 {
+		t.Errorf("another token with the session: %d, want 404", status)
+	}
+	if status, _, _ := pe.mcpCall(e.sb.DemoToken(), sid, listBody); status != 200 {
+		t.Errorf("the same token with its session: %d", status)
+	}
+}
+
+// servePassthrough serves a passthrough server in front of the card service at apiHost, with
+// mcpStandIn behind it, and returns an env calling it.
+func servePassthrough(t *testing.T, e *env, apiHost string, logger *slog.Logger) *env {
+	pub := authtest.Serve(t, func(u string) http.Handler {
+		p, err := NewPassthrough(PassthroughOptions{PublicURL: u, APIHost: apiHost, Logger: logger, Now: e.clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api, _ := upstream.New(apiHost, upstream.ContextTokenSource{}, upstream.WithRetry(upstream.RetryPolicy{MaxAttempts: 1}))
+		mux := http.NewServeMux()
+		mux.Handle(MCPPath, p.Protect(mcpStandIn(api)))
+		mux.Handle("/", p.Handler())
+		return mux
+	})
+	return &env{t: t, url: pub, secrets: e.secrets}
+}
+
+// TestSignInWithoutIdentity: proxy mode in front of a card service with no identity operation
+// (404 at the guessed /me): the sign-in completes, its grant names no user and stands for one
+// (requests carry the grant), and no consent is remembered for a user nobody named.
+func TestSignInWithoutIdentity(t *testing.T) {
+	e := newEnv(t, envOptions{noIdentity: true})
+	c := e.register("No identity", "http://127.0.0.1:9/cb")
+	access, _ := c.signIn()
+	g := onlyGrant(t, e)
+	if g.UserID != "" {
+		t.Errorf("the grant names user %q", g.UserID)
+	}
+	status, _, out := e.mcpCall(access, "", initBody)
+	ident, _ := out["identity"].(map[string]any)
+	if status != 200 || out["principal"] != "" || ident["grant"] != g.ID {
+		t.Errorf("a request of the grant: %d %v", status, out)
+	}
+	if _, err := e.store.GetConsent(context.Background(), "", c.id, c.redirectURI); err == nil {
+		t.Error("a consent was remembered for nobody")
 	}
 }
 

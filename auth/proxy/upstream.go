@@ -256,6 +256,15 @@ func (u *upstreamAuth) me(ctx context.Context, access upstream.Token) (*upstream
 	return u.api.GetMe(upstream.WithTokenSource(ctx, upstream.StaticToken(access)))
 }
 
+// identityMissing reports whether err says the card service has no identity operation where
+// the contract guesses it (404, 405, 501): then it names nobody, and the grant (or, in
+// passthrough, the token) stands for the user; it is no failure of the sign-in.
+func identityMissing(err error) bool {
+	var apiErr *upstream.Error
+	return errors.As(err, &apiErr) && (apiErr.Status == http.StatusNotFound || apiErr.Status == http.StatusMethodNotAllowed ||
+		apiErr.Status == http.StatusNotImplemented)
+}
+
 // post sends body to endpoint and reads the answer (1 MiB at most); redirects are not
 // followed (u.hc refuses them).
 func (u *upstreamAuth) post(ctx context.Context, endpoint, contentType string, body []byte) (status int, ctype string, resp []byte, err error) {

@@ -135,3 +135,39 @@ func TestPreparePatchedMCPGo(t *testing.T) {
 		t.Error("no patch: build flags are not empty")
 	}
 }
+
+// TestFailedCells: -strict fails on any failed cell of ours or the peer over stdio, and names
+// it; the peer over streamable HTTP (which the go-sdk client cannot drive) is excepted.
+func TestFailedCells(t *testing.T) {
+	ok := cellResult{Upstream: "stub", Mode: modeStdio, Concurrency: 1}
+	for _, c := range []struct {
+		name  string
+		cells []cellResult
+		want  string
+	}{
+		{"none failed", []cellResult{ok}, ""},
+		{"ours failed", []cellResult{ok, {Upstream: "stub", Mode: modeHTTP, Concurrency: 8, Error: "preflight: GET /me 404\nmore"}}, "stub http c=8: preflight: GET /me 404"},
+		{"the peer over HTTP", []cellResult{ok, {Upstream: "sandbox", Mode: modePeerHTTP, Concurrency: 1, Error: "no session"}}, ""},
+		{"the peer over stdio", []cellResult{{Upstream: "sandbox", Mode: modePeerStdio, Concurrency: 1, Error: "exit 1"}}, "sandbox peer-stdio c=1: exit 1"},
+	} {
+		err := failedCells(c.cells)
+		if (err == nil) != (c.want == "") || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// TestHTTPAuthArgs: `--auth none` and no per-user limits are given to whichever help format the
+// server prints (its flags alone on their lines, or followed by their type), and nothing to a
+// server without those flags.
+func TestHTTPAuthArgs(t *testing.T) {
+	for _, c := range []struct{ help, want string }{
+		{"Flags:\n  --auth\n      authorization\n  --user-rate\n      calls", "--auth none --user-rate 0 --user-concurrency 0 --upstream-concurrency 0"},
+		{"Flags:\n  --auth string\n      authorization\n  --user-rate float\n      calls", "--auth none --user-rate 0 --user-concurrency 0 --upstream-concurrency 0"},
+		{"Flags:\n  --addr string\n      where\n  --authority string\n      no", ""},
+	} {
+		if got := strings.Join(httpAuthArgsOf([]byte(c.help)), " "); got != c.want {
+			t.Errorf("help %q: %q, want %q", c.help, got, c.want)
+		}
+	}
+}

@@ -86,6 +86,8 @@ type config struct {
 	// mcpGoPatch is a patch to mcp-go: when set, ours and bench/passthrough are built against
 	// mcp-go patched with it, and the results are labelled as not the product's.
 	mcpGoPatch string
+	// strict: a failed cell fails the run (CI).
+	strict bool
 }
 
 // The card services a run measures against.
@@ -132,6 +134,7 @@ func run(ctx context.Context, args []string) error {
 	fs.Float64Var(&cfg.coldBaseline, "cold-baseline-ms", 33.5, "the stdio cold start median (ms) the cold start target keeps to (the README's before this run's changes)")
 	fs.StringVar(&cfg.coldBaselineBin, "cold-baseline-bin", "", "a cardwriter-mcp built before the change: its stdio cold start is measured in the same run and is the cold start target's baseline (instead of -cold-baseline-ms)")
 	fs.StringVar(&cfg.serverProfile, "server-cpuprofile", "", "write a CPU profile of our server over each http and stdio cell's measured calls into this directory (MODE-WORKERS.pprof; builds the server with -tags benchprofile)")
+	fs.BoolVar(&cfg.strict, "strict", false, "exit 1 when a cell of a mode fails (CI's short pass: every mode must run); the peer over streamable HTTP, which the go-sdk client cannot drive, excepted")
 	fs.StringVar(&cfg.mcpGoPatch, "mcp-go-patch", "", "build cmd/cardwriter-mcp and bench/passthrough against mcp-go patched with this file (a proposal for upstream, measured; the results are labelled as not the product's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

@@ -153,6 +153,15 @@ func ops(s seeded) []op {
 	}
 }
 
+// preReads are the reads a write makes before it to keep a revision of the worldbook it
+// replaces (tools' worldbookSnapshot): bench/stub must answer them too.
+func preReads(s seeded) []op {
+	return []op{
+		{Name: "getWorldbook", Method: "GET", Path: "/worldbook/detail?worldbookId=" + s.worldbookID},
+		{Name: "listWorldbookEntries", Method: "GET", Path: "/worldbook/entry/list?worldbookId=" + s.worldbookID},
+	}
+}
+
 func mustJSON(v any) json.RawMessage {
 	data, err := json.Marshal(v)
 	if err != nil {

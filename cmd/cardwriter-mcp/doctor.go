@@ -106,9 +106,22 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	me, err := client.GetMe(ctx)
 	var apiErr *upstream.Error
+	status := 0
+	switch {
+	case err == nil:
+		status = http.StatusOK
+	case errors.As(err, &apiErr):
+		status = apiErr.Status
+	}
+	_, profile := stdioRevisions(io.Discard)
+	if f.sandbox {
+		profile = "the sandbox's own"
+	}
 	switch {
 	case err == nil:
 		add(doctorCheck{name: name, result: fmt.Sprintf("accepted: signed in as %s (%s)", me.Nickname, me.UserID), ok: true})
+	case errors.As(err, &apiErr) && (apiErr.Status == http.StatusNotFound || apiErr.Status == http.StatusMethodNotAllowed):
+		add(doctorCheck{name: name, result: "not checked: the identity operation is missing here; the first call checks it", ok: true})
 	case errors.As(err, &apiErr) && apiErr.Status == http.StatusUnauthorized:
 		fix := "run `cardwriter-mcp login --api-host " + f.apiHost + "` (or set a valid CARDWRITER_TOKEN)"
 		if os.Getenv("CARDWRITER_TOKEN") != "" {
@@ -118,6 +131,7 @@ func runDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	default:
 		add(doctorCheck{name: name, result: "no answer: " + err.Error(), fix: "check the address and your network; `cardwriter-mcp probe` shows more"})
 	}
+	add(doctorCheck{name: "identity", result: identitySource(client.Contract(), status, profile), ok: true})
 	return printDoctor(stdout, checks)
 }
 

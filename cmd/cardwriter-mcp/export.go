@@ -88,6 +88,7 @@ func (x exporter) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	f.inlineExports = true
+	_, f.localProfile = stdioRevisions(stderr)
 	b, err := f.newBackend(stderr, "")
 	if err != nil {
 		return err

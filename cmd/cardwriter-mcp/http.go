@@ -317,6 +317,11 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	f.tavern.aside = aside.NewKVWith(kv, asideOpts)
 	f.revisionStore = kv
+	f.sandboxRevisions = withSandbox
+	if mode == authNone {
+		// One person's server (its own token): revisions and exports are that person's.
+		f.localProfile = "http"
+	}
 	f.exports = kv
 	f.state = kv
 	f.publicURL = pub
@@ -388,6 +393,7 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	mux.Handle(proxy.MCPPath, g)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })
 	ready := &readiness{apiHost: f.apiHost, client: &http.Client{Timeout: 3 * time.Second}, store: rawKV}
+	ready.revisions = f.revisions()
 	if b.sandbox != nil {
 		ready.apiHost = "" // in-process: nothing to reach
 	}

@@ -370,7 +370,7 @@ func (m importer) run(ctx context.Context, args []string, stdout, stderr io.Writ
 		return err
 	}
 	// An import over a card imported before keeps a revision where the stdio server keeps them.
-	f.revisionStore = stdioRevisions(stderr)
+	f.revisionDir, f.localProfile = stdioRevisions(stderr)
 	b, err := f.newBackend(stderr, "")
 	if err != nil {
 		return err

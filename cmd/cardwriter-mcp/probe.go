@@ -39,6 +39,8 @@ type probeReport struct {
 	Contract    string       `json:"contract"`
 	Checks      []probeCheck `json:"checks"`
 	Differences int          `json:"differences"`
+	// Identity says whose revisions and exports are, and what the identity operation answered.
+	Identity string `json:"identity"`
 }
 
 func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -67,9 +69,15 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if src := p.table.Source(); src != "" {
 		rep.Contract = "embedded, corrected by " + src
 	}
+	meStatus := 0
 	for _, c := range p.checks {
 		rep.Differences += len(c.Differences)
+		if c.Operation == identityOperation {
+			meStatus = c.Status
+		}
 	}
+	_, profile := stdioRevisions(io.Discard)
+	rep.Identity = identitySource(p.table, meStatus, profile)
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -92,6 +100,7 @@ func runProbe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // instead of pointing at the contract, which is not at fault.
 func printProbe(w io.Writer, rep probeReport, signInFailed bool) {
 	fmt.Fprintf(w, "Probed %s against the %s contract.\n", rep.Service, rep.Contract)
+	defer fmt.Fprintf(w, "Identity: %s.\n", rep.Identity)
 	for _, c := range rep.Checks {
 		mark := "ok"
 		if len(c.Differences) > 0 {
@@ -127,7 +136,7 @@ type prober struct {
 }
 
 func (p *prober) run(ctx context.Context) error {
-	me, err := p.exchange(ctx, "getMe", nil, nil, http.StatusOK)
+	me, err := p.exchange(ctx, identityOperation, nil, nil, http.StatusOK)
 	if err != nil {
 		return err
 	}

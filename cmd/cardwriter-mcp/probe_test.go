@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/sandbox"
 )
@@ -198,4 +200,55 @@ func readmeContractExample(t *testing.T) string {
 		t.Fatal("the contract example has no json block")
 	}
 	return block[i+len("```json\n") : j]
+}
+
+// TestIdentityOperationNamed: a card service whose identity operation is at /account, not the
+// guessed /me: probe names the difference and the source of identity; --contract names the
+// operation, and then probe finds it; writes over stdio never needed it (revisions are kept).
+func TestIdentityOperationNamed(t *testing.T) {
+	t.Parallel()
+	host, token := standIn(t, func(w http.ResponseWriter, r *http.Request, next http.Handler) bool {
+		switch r.URL.Path {
+		case "/open/v1/me":
+			http.NotFound(w, r)
+			return true
+		case "/open/v1/account":
+			r2 := r.Clone(r.Context())
+			r2.URL.Path = "/open/v1/me"
+			next.ServeHTTP(w, r2)
+			return true
+		}
+		return false
+	})
+	out, _ := runProbeBinary(t, []string{"--api-host", host, "--log-level", "error"}, "CARDWRITER_TOKEN="+token)
+	for _, want := range []string{"Identity: revisions and exports here are the local profile's", "getMe (GET /me, a guess) answers 404: missing here"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the report lacks %q:\n%s", want, out)
+		}
+	}
+	fix := filepath.Join(t.TempDir(), "identity.json")
+	contract := `{"openapi":"3.1.0","info":{"title":"t","version":"1"},"paths":{"/account":{"get":{"operationId":"getMe",
+		"responses":{"200":{"description":"me","content":{"application/json":{"schema":{"$ref":"#/components/schemas/Me"}}}}}}}}}`
+	if err := os.WriteFile(fix, []byte(contract), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = runProbeBinary(t, []string{"--api-host", host, "--contract", fix, "--log-level", "error"}, "CARDWRITER_TOKEN="+token)
+	if !strings.Contains(out, "getMe (GET /account, corrected by "+fix+") answers: it names the user") {
+		t.Errorf("with the identity operation named:\n%s", out)
+	}
+
+	// Over stdio without the correction, against the service without /me, writes keep revisions.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cs := connectStdio(ctx, t, []string{"CARDWRITER_TOKEN=" + token, "CARDWRITER_CONFIG_DIR=" + t.TempDir()}, "--api-host", host, "--log-level", "error")
+	defer cs.Close()
+	card := call(ctx, t, cs, "create_card", map[string]any{"roleName": "Nobody asked"}, false)
+	res := call(ctx, t, cs, "set_opening_lines", map[string]any{"roleId": card["roleId"], "roleWelcome": "Hello."}, false)
+	if rev, _ := res["revision"].(map[string]any); rev["revisionId"] == nil {
+		t.Errorf("no revision kept: %v", res)
+	}
+	list := call(ctx, t, cs, "list_revisions", map[string]any{}, false)
+	if len(list["revisions"].([]any)) != 1 {
+		t.Errorf("list_revisions: %v", list)
+	}
 }

@@ -11,13 +11,19 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 )
 
-// readiness answers /readyz: whether the card service answers and the store (the embedded
-// file or Redis) takes a write, checked at most every few seconds. /healthz stays the liveness
+// readiness answers /readyz: whether the card service answers, the store (the embedded file or
+// Redis) takes a write, and the last revision was saved, checked at most every few seconds. /healthz stays the liveness
 // check.
 type readiness struct {
 	apiHost string // "" with the in-process sandbox: nothing to reach
 	store   store.KV
-	client  *http.Client
+	// revisions fail the check while the last revision could not be saved (a full disk the
+	// store's small probe does not notice).
+	revisions interface {
+		Fault() error
+		Name() string
+	}
+	client *http.Client
 
 	mu      sync.Mutex
 	checked time.Time
@@ -80,6 +86,12 @@ func (rd *readiness) check(ctx context.Context) (int, map[string]string) {
 			} else if what != "" {
 				report["store_failover"] = what
 			}
+		}
+	}
+	if rd.revisions != nil {
+		if err := rd.revisions.Fault(); err != nil {
+			report["revisions"] = fmt.Sprintf("this server could not save the last revision (%s): %v", rd.revisions.Name(), err)
+			status = http.StatusServiceUnavailable
 		}
 	}
 	return status, report

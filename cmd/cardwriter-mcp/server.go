@@ -73,10 +73,20 @@ type serverFlags struct {
 	hooks *server.Hooks
 	// dynamic (stdio, --dynamic-toolsets): the model enables toolsets by a tool call.
 	dynamic bool
-	// keep is how long revisions are kept; revisionStore is where (http: the server's store;
-	// stdio: a shared file in the config dir; nil: memory).
+	// keep is how long revisions are kept; revisionStore (http: the server's store) or
+	// revisionDir (stdio: a folder in the config dir every stdio server shares) is where; neither:
+	// memory. With --sandbox, revisions stay with the sandbox (sandboxRevisions).
 	keep          revisions.Retention
 	revisionStore store.KV
+	revisionDir   string
+	// revStore is the store of revisions, once made (revisions).
+	revStore *tools.RevisionStore
+	// sandboxRevisions (http --sandbox, whose sandbox runs beside it): keep revisions as stdio
+	// --sandbox does, with the sandbox, not in the server's store.
+	sandboxRevisions bool
+	// localProfile (stdio, import, export, http --auth none): the server works for one person,
+	// and revisions and exports are this profile's (tools.LocalOwner); "" for the request's user.
+	localProfile string
 	// exports (http) keeps exports too large for a result in the shared store; nil keeps them
 	// in memory (stdio); exportTTL is how long they stay readable (--export-ttl).
 	exports   store.KV
@@ -199,6 +209,7 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		LocalFiles: f.tavern.files,
 
 		Revisions: f.revisions(),
+		Owner:     f.owner(client),
 		Confirm:   confirm,
 		State:     f.state,
 		PublicURL: f.publicURL,
@@ -270,13 +281,40 @@ func (f *serverFlags) newClient(logger *slog.Logger, sandboxBase string) (*upstr
 	return client, nil, nil
 }
 
-// revisions returns the store of revisions: in revisionStore, or in memory when there is none.
+// revisions returns the store of revisions (one per server). The sandbox's stay with it: in memory, or beside
+// its --sandbox-data file; else in revisionDir, revisionStore, or memory.
 func (f *serverFlags) revisions() *tools.RevisionStore {
-	kv := f.revisionStore
-	if kv == nil {
-		kv = store.NewMemory()
+	if f.revStore == nil {
+		f.revStore = f.openRevisions()
 	}
-	return revisions.New(kv, f.keep)
+	return f.revStore
+}
+
+func (f *serverFlags) openRevisions() *tools.RevisionStore {
+	switch {
+	case (f.sandbox || f.sandboxRevisions) && f.sandboxData != "":
+		return revisions.NewDir(f.sandboxData+sandboxRevisionsSuffix, f.keep)
+	case f.sandbox || f.sandboxRevisions:
+		return revisions.New(store.NewMemory(), f.keep)
+	case f.revisionDir != "":
+		return revisions.NewDir(f.revisionDir, f.keep)
+	case f.revisionStore != nil:
+		return revisions.New(f.revisionStore, f.keep)
+	}
+	return revisions.New(store.NewMemory(), f.keep)
+}
+
+// sandboxRevisionsSuffix names, after the --sandbox-data file's path, the folder of the
+// sandbox's revisions.
+const sandboxRevisionsSuffix = ".revisions"
+
+// owner returns whose the calls' revisions and exports are: the local profile on client's card
+// service, or (nil) the request's user.
+func (f *serverFlags) owner(client *upstream.Client) tools.Owner {
+	if f.localProfile == "" {
+		return nil
+	}
+	return tools.LocalOwner(client.BaseURL(), f.localProfile)
 }
 
 // openAudit returns the audit log of --audit-log: JSON lines appended to the file (0600), or

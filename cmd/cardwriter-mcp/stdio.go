@@ -22,6 +22,7 @@ import (
 
 	"github.com/cardwriter/cardwriter-mcp/auth"
 	"github.com/cardwriter/cardwriter-mcp/internal/msglimit"
+	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/unread"
 	"github.com/cardwriter/cardwriter-mcp/tools"
@@ -45,7 +46,8 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if f.tavern, err = stdioTavern(allowDirs, stderr); err != nil {
 		return err
 	}
-	f.revisionStore = stdioRevisions(stderr)
+	f.revisionDir, f.localProfile = stdioRevisions(stderr)
+	importOldRevisions(f.revisionDir, stderr)
 	tp, stopTracing, err := setupTracing(ctx)
 	if err != nil {
 		return err
@@ -74,19 +76,54 @@ func runStdio(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return fmt.Errorf("stdio: %w", err)
 }
 
-// revisionsFile is the file of the stdio servers' revisions, in the config dir the sign-in uses.
-const revisionsFile = "revisions.db"
+// revisionsDir is the folder of the stdio servers' revisions, in the config dir the sign-in
+// uses.
+const revisionsDir = "revisions"
 
-// stdioRevisions returns where the stdio server keeps revisions: a file in the config dir that
-// every stdio server of the user shares (each opens it only for an operation), so that a
-// restart loses none; nil (memory) when there is no config dir.
-func stdioRevisions(stderr io.Writer) store.KV {
-	dir, err := auth.Dir()
+// stdioRevisions returns where the stdio server keeps revisions, a folder in the config dir
+// that every stdio server of the user shares (revisions.NewDir: a file per revision), so that a
+// restart loses none ("" when there is no config dir: memory), and the local profile that owns
+// them (the config dir).
+func stdioRevisions(stderr io.Writer) (dir, profile string) {
+	cfg, err := auth.Dir()
 	if err != nil {
 		fmt.Fprintf(stderr, "cardwriter-mcp: %v; keeping revisions in memory only\n", err)
-		return nil
+		return "", "memory"
 	}
-	return store.OpenShared(filepath.Join(dir, revisionsFile))
+	return filepath.Join(cfg, revisionsDir), cfg
+}
+
+// oldRevisionsFile is where an earlier version kept the stdio servers' revisions (a bbolt file
+// opened per operation), in the config dir.
+const oldRevisionsFile = "revisions.db"
+
+// importOldRevisions moves the revisions of an earlier version's file into dir (of the config
+// dir's local profile), once, and removes the file; a failure is said and leaves the file for
+// the next start.
+func importOldRevisions(dir string, stderr io.Writer) {
+	if dir == "" {
+		return
+	}
+	old := filepath.Join(filepath.Dir(dir), oldRevisionsFile)
+	if _, err := os.Stat(old); err != nil {
+		return
+	}
+	kv, err := store.OpenBolt(old) // waits for another server importing it
+	if err == nil {
+		s := revisions.NewDir(dir, revisions.DefaultRetention())
+		// They were the card service user's (GET /me); the local profile's now.
+		_, err = revisions.ImportKV(context.Background(), kv, s, func(u revisions.User) revisions.User {
+			return revisions.LocalUser(u.BaseURL, filepath.Dir(dir))
+		})
+		_ = s.Close()
+		_ = kv.Close()
+	}
+	if err == nil {
+		err = os.Remove(old)
+	}
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stderr, "cardwriter-mcp: moving the revisions of %s into %s: %v (tried again at the next start)\n", old, dir, err)
+	}
 }
 
 // drainingReader is stdin that, at its end, first waits for the tool calls under way (mcp-go

@@ -13,16 +13,24 @@ import http from 'node:http';
 function anthropicConversation(body) {
   const offered = (body.tools ?? []).map((t) => t.name);
   const schemas = Object.fromEntries((body.tools ?? []).map((t) => [t.name, t.input_schema]));
+  const definitions = Object.fromEntries((body.tools ?? []).map((t) => [t.name, JSON.stringify(t)]));
   const calls = new Map();
   const results = [];
+  const texts = [];
   for (const m of body.messages ?? []) {
+    if (typeof m.content === 'string' && m.role === 'user') texts.push(m.content);
     if (!Array.isArray(m.content)) continue;
     for (const b of m.content) {
+      if (b.type === 'text' && m.role === 'user') texts.push(b.text);
       if (b.type === 'tool_use') calls.set(b.id, b.name);
-      if (b.type === 'tool_result') results.push({ name: calls.get(b.tool_use_id), isError: b.is_error === true, text: JSON.stringify(b.content) });
+      if (b.type === 'tool_result') {
+        // What the model reads: the result's text blocks (a string content as it is).
+        const shown = typeof b.content === 'string' ? b.content : (b.content ?? []).map((c) => (c.type === 'text' ? c.text : JSON.stringify(c))).join('\n');
+        results.push({ name: calls.get(b.tool_use_id), isError: b.is_error === true, text: JSON.stringify(b.content), shown });
+      }
     }
   }
-  return { offered, schemas, results, deferred: deferredTools(body), toolSearch: offered.includes('ToolSearch') };
+  return { offered, schemas, definitions, results, texts, deferred: deferredTools(body), toolSearch: offered.includes('ToolSearch') };
 }
 
 /**
@@ -54,13 +62,19 @@ function geminiConversation(body) {
   const declarations = (body.tools ?? []).flatMap((t) => t.functionDeclarations ?? []);
   const offered = declarations.map((f) => f.name);
   const schemas = Object.fromEntries(declarations.map((f) => [f.name, f.parametersJsonSchema ?? f.parameters]));
+  const definitions = Object.fromEntries(declarations.map((f) => [f.name, JSON.stringify(f)]));
   const results = [];
+  const texts = [];
   for (const c of body.contents ?? []) {
     for (const p of c.parts ?? []) {
-      if (p.functionResponse) results.push({ name: p.functionResponse.name, isError: false, text: JSON.stringify(p.functionResponse.response) });
+      if (p.text !== undefined && c.role === 'user') texts.push(p.text);
+      if (p.functionResponse) {
+        const text = JSON.stringify(p.functionResponse.response);
+        results.push({ name: p.functionResponse.name, isError: p.functionResponse.response?.error !== undefined, text, shown: text });
+      }
     }
   }
-  return { offered, schemas, results, deferred: [], toolSearch: false };
+  return { offered, schemas, definitions, results, texts, deferred: [], toolSearch: false };
 }
 
 /** The Anthropic answer: text or tool_use blocks, as one message or as its SSE events. */
@@ -113,23 +127,29 @@ function geminiAnswer(res, stream, turn) {
 /**
  * Starts the stand-in. script(conversation) is called for every request that offers the tool
  * named marker (the host's agent loop; other requests, a host's own side questions, get a short
- * text) and returns the next turn: {calls: [{tool, args}]} with tool names as the server spells
- * them, or {text}. In the conversation, offered and results name the server's tools without the
- * host's prefix (results only of those tools); schemas holds the input schema the host declared
- * for each. A request that lists marker by name only, for Claude Code's ToolSearch to load, is
- * answered by loading every tool of the server. Returns the URL, the conversations seen (one per
+ * text) and returns (or resolves to) the next turn: {calls: [{tool, args, host}]} with tool
+ * names as the server spells them (host: true for a tool of the host's own, named as the host
+ * does), or {text}. In the conversation, offered and results name the server's tools without the
+ * host's prefix (results only of those tools; all holds every result, host marking the host's
+ * own); each result has shown, what the model reads of it; schemas holds the input schema the
+ * host declared for each, definitions each definition as the host sent it (JSON), hostTools the
+ * host's own tools, texts the user's words in the request. A request that lists marker by name only, for Claude Code's ToolSearch to load, is
+ * answered by loading the tools load(names) picks of the server's (every one by default). Returns the URL, the conversations seen (one per
  * agent-loop request), the lists of tools loaded that way (listed), the other requests (method
  * and path), and close.
  */
-export function startModel({ marker, script }) {
+export function startModel({ marker, script, load = (names) => names }) {
   const conversations = [];
   const others = [];
   const listed = [];
   let answered = 0;
+  // The server's prefix, once a request showed it: later requests offering only some of its
+  // tools (those loaded through ToolSearch) are of the agent loop too.
+  let known;
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
-    req.on('end', () => {
+    req.on('end', async () => {
       const path = req.url.split('?')[0];
       let body = {};
       try {
@@ -151,36 +171,45 @@ export function startModel({ marker, script }) {
         return;
       }
       const conv = anthropic ? anthropicConversation(body) : geminiConversation(body);
-      const mark = conv.offered.find((n) => n.endsWith(marker));
+      const mark = conv.offered.find((n) => n.endsWith(marker)) ?? (known && conv.offered.find((n) => n.startsWith(known)) ? known + marker : undefined);
       const deferredMark = !mark && conv.toolSearch ? conv.deferred.find((n) => n.endsWith(marker)) : undefined;
       let turn;
       if (deferredMark) {
         // Claude Code lists the tools by name only: the stand-in loads every tool of the server
         // with its ToolSearch, as a model does, and the next request offers them.
         const prefix = deferredMark.slice(0, -marker.length);
-        const names = conv.deferred.filter((n) => n.startsWith(prefix));
-        listed.push(names.map((n) => n.slice(prefix.length)));
+        known = prefix;
+        const all = conv.deferred.filter((n) => n.startsWith(prefix)).map((n) => n.slice(prefix.length));
+        listed.push(all);
+        const names = load(all).map((n) => prefix + n);
         turn = { calls: [{ name: 'ToolSearch', args: { query: `select:${names.join(',')}`, max_results: names.length } }] };
       } else if (!mark) {
-        others.push(`${req.method} ${path} (tools offered: ${conv.offered.join(' ') || 'none'})`);
+        const asked = JSON.stringify(body.systemInstruction ?? body.system ?? conv.texts.at(-1) ?? '').slice(0, 160);
+        others.push(`${req.method} ${path} (tools offered: ${conv.offered.join(' ') || 'none'}; asked: ${asked})`);
         turn = { text: 'ok' };
       } else {
         const prefix = mark.slice(0, -marker.length);
+        known = prefix;
         const strip = (n) => (n?.startsWith(prefix) ? n.slice(prefix.length) : n);
+        const ours = (n) => n?.startsWith(prefix);
         const seen = {
           prefix,
-          offered: conv.offered.filter((n) => n.startsWith(prefix)).map(strip),
-          schemas: Object.fromEntries(Object.entries(conv.schemas).filter(([n]) => n.startsWith(prefix)).map(([n, v]) => [strip(n), v])),
-          results: conv.results.filter((r) => r.name?.startsWith(prefix)).map((r) => ({ ...r, name: strip(r.name) })),
+          offered: conv.offered.filter(ours).map(strip),
+          schemas: Object.fromEntries(Object.entries(conv.schemas).filter(([n]) => ours(n)).map(([n, v]) => [strip(n), v])),
+          definitions: Object.entries(conv.definitions).filter(([n]) => ours(n)).map(([, v]) => v),
+          hostTools: conv.offered.filter((n) => !ours(n)),
+          results: conv.results.filter((r) => ours(r.name)).map((r) => ({ ...r, name: strip(r.name) })),
+          all: conv.results.map((r) => ({ ...r, name: strip(r.name), host: !ours(r.name) })),
+          texts: conv.texts,
         };
         conversations.push(seen);
         try {
-          turn = script(seen);
+          turn = await script(seen);
         } catch (err) {
           turn = { text: `The stand-in model stops: ${err.message}` };
           seen.error = err.message;
         }
-        if (turn.calls) turn = { calls: turn.calls.map((c) => ({ name: prefix + c.tool, args: c.args })) };
+        if (turn.calls) turn = { calls: turn.calls.map((c) => ({ name: c.host ? c.tool : prefix + c.tool, args: c.args })) };
       }
       answered++;
       if (anthropic) anthropicAnswer(res, body, turn, answered);

@@ -13,7 +13,7 @@ const enc = getEncoding('cl100k_base');
  * values of the same shape fixed by their order of appearance, so that the figures are the same
  * on every run.
  */
-function steady(s, names) {
+export function steady(s, names) {
   const fixed = (v) => {
     if (!names.has(v)) names.set(v, createHash('sha256').update(`steady ${names.size}`).digest('hex'));
     return names.get(v);
@@ -24,6 +24,11 @@ function steady(s, names) {
     .replace(/\brv_([0-9a-v]{26})\b/g, (_, v) => 'rv_' + fixed(v).slice(0, 26))
     .replace(/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})/g, '2026-01-02T03:04:05Z')
     .replace(/"(nextCursor|cursor)":"[A-Za-z0-9_-]+"/g, (_, k) => `"${k}":"${fixed(k).slice(0, 40)}"`);
+}
+
+/** The cl100k_base tokens of a text. */
+export function tokens(text) {
+  return enc.encode(text).length;
 }
 
 /** A result's size as each kind of host reads it (names: the run's map of varying values). */

@@ -7,8 +7,8 @@
 // transactions, one process per file); Redis, for several replicas sharing one server, a
 // Sentinel-managed primary or a Cluster (keys under a namespace, TTLs on everything that expires,
 // atomic updates with WATCH/MULTI, what must not be lost confirmed by a replica); and Memory,
-// for a server that keeps nothing (an in-memory sandbox) and for tests. Shared is a bbolt
-// file opened per operation, for what several stdio servers of one user keep together.
+// for a server that keeps nothing (an in-memory sandbox) and for tests. (What several stdio
+// servers of one user keep together, their revisions, is not here: internal/revisions.NewDir.)
 package store
 
 import (

@@ -29,9 +29,6 @@ func backends(t *testing.T) map[string]func(t *testing.T) store.KV {
 			t.Cleanup(func() { b.Close() })
 			return b
 		},
-		"shared": func(t *testing.T) store.KV {
-			return store.OpenShared(filepath.Join(t.TempDir(), store.BoltFile))
-		},
 		"redis": func(t *testing.T) store.KV {
 			srv := storetest.Redis(t)
 			r, err := store.OpenRedis(srv.URL() + "?namespace=test:")

@@ -279,9 +279,7 @@ func (r *Run) KeepTrial(ctx context.Context, key string, now *Trial, changes []s
 	// Saved before the write: a write that fails leaves digests that do not match it, and the
 	// shadow is then not used.
 	if err := r.Store.SaveShadow(ctx, user, key, data); err != nil {
-		return &Failure{Code: CodeRevisionNotKept, Retryable: true, Detail: map[string]any{"kind": revisions.KindTrial, "id": key},
-			Message: fmt.Sprintf("Nothing was written: cardwriter-mcp could not record trial card %q to undo this write later "+
-				"(its store failed). Try again in a moment.", key)}
+		return r.storeFailed(ctx, err, revisions.KindTrial, key, fmt.Sprintf("trial card %q to undo this write later", key))
 	}
 	return nil
 }

@@ -12,9 +12,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"syscall"
 	"time"
 
 	"github.com/cardwriter/cardwriter-mcp/internal/revisions"
+	"github.com/cardwriter/cardwriter-mcp/internal/store"
 	"github.com/cardwriter/cardwriter-mcp/internal/tavernsync"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 )
@@ -91,19 +93,45 @@ func (r *Run) Keep(ctx context.Context, kind, id string, changes []string, state
 	}
 	rev := &revisions.Revision{Kind: kind, ObjectID: id, Tool: r.Tool, Client: r.Caller, Changes: changes, State: data, RestoreOf: restoreOf}
 	dropped, err := r.Store.Keep(ctx, user, rev)
+	if errors.Is(err, revisions.ErrTooLarge) {
+		return &Failure{Code: CodeRevisionNotKept, Detail: map[string]any{"kind": kind, "id": id},
+			Message: fmt.Sprintf("Nothing was written: %s %s as it is now is larger than all the revisions this server keeps for you "+
+				"(--revisions-user-bytes), so no revision could undo this write. Retrying will not help: ask the operator to raise the "+
+				"allowance, or export the %s first.", kind, id, kind)}
+	}
 	if err != nil {
-		if r.Log != nil {
-			r.Log.LogAttrs(ctx, slog.LevelError, "revision not kept", slog.String("tool", r.Tool), slog.String("err", err.Error()))
-		}
-		return &Failure{Code: CodeRevisionNotKept, Retryable: true, Detail: map[string]any{"kind": kind, "id": id},
-			Message: fmt.Sprintf("Nothing was written: cardwriter-mcp could not keep a revision of %s %s to undo this write "+
-				"(its store failed). Try again in a moment.", kind, id)}
+		return r.storeFailed(ctx, err, kind, id, "a revision of "+kind+" "+id+" to undo this write")
 	}
 	r.Kept = append(r.Kept, revisions.Entry{ID: rev.ID, Kind: kind, ObjectID: id})
 	r.Drops += len(dropped)
 	r.observe("kept", 1)
 	r.observe("dropped", len(dropped))
 	return nil
+}
+
+// storeFailed is the Failure of a write not sent because this server could not save what, its
+// own fault (a full disk, a store down), never the card service's; the log has the cause.
+func (r *Run) storeFailed(ctx context.Context, err error, kind, id, what string) error {
+	if r.Log != nil {
+		r.Log.LogAttrs(ctx, slog.LevelError, "revision not kept: this server's store failed", slog.String("tool", r.Tool),
+			slog.String("store", r.Store.Name()), slog.String("err", err.Error()))
+	}
+	return &Failure{Code: CodeRevisionNotKept, Retryable: true, Detail: map[string]any{"kind": kind, "id": id, "cause": StoreCause(err)},
+		Message: fmt.Sprintf("Nothing was written: this server (cardwriter-mcp, not the card service) could not save %s: %s. "+
+			"Try again once its operator has fixed it.", what, StoreCause(err))}
+}
+
+// StoreCause says in a few words why this server's store failed: the system's reason for a
+// disk fault (no space left on device, read-only file system), else that the store is down.
+func StoreCause(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errno.Error()
+	}
+	if store.IsUnavailable(err) {
+		return "its store is unavailable"
+	}
+	return "its store failed"
 }
 
 // Load returns the user's revision id.

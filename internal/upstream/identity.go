@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/hex"
 	"sync"
 )
 
@@ -108,4 +109,16 @@ func (c *Client) limitKey(ctx context.Context, token Token) string {
 	}
 	k := tokenKey(token)
 	return "token:" + string(k[:])
+}
+
+// TokenDigest returns a digest (hex) of the token the call in ctx sends, "" when there is none:
+// a name of the token's holder that asks nobody (the owner of revisions where the card service
+// names no user).
+func (c *Client) TokenDigest(ctx context.Context) string {
+	token, err := c.tokenOf(ctx)
+	if err != nil || token == "" {
+		return ""
+	}
+	k := tokenKey(token)
+	return hex.EncodeToString(k[:])
 }
