@@ -59,12 +59,7 @@ func (dt *dynamicToolsets) metaTools() ([]Tool, error) {
 				"The host is told that the tool list changed. Enabling an enabled toolset changes nothing.",
 			Annotations: hints(false, false, true, false),
 			Summary: func(out map[string]any) string {
-				// Some hosts keep the tool list they read at the start of a conversation (Claude Code
-				// 2.1 and Gemini CLI 0.61 offered none of the enabled tools on the next turn, issue
-				// 33): the model is told what to do then.
-				return fmt.Sprintf("Toolset %v: %d tools enabled. If they are not among your tools on your next turn, this host does not take new tools "+
-					"during a conversation: ask the user to restart cardwriter-mcp with --toolsets cards,%v (or without --dynamic-toolsets).",
-					out["toolset"], len(asSlice(out["tools"])), out["toolset"])
+				return fmt.Sprintf("Toolset %v: %d tools enabled.", out["toolset"], len(asSlice(out["tools"])))
 			},
 			Handler: dt.enable,
 		},
@@ -154,5 +149,10 @@ func (dt *dynamicToolsets) enable(_ context.Context, c *Call) (json.RawMessage, 
 		// mcp-go tells the clients that the tool list changed (listChanged is declared).
 		dt.srv.AddTools(st...)
 	}
-	return json.Marshal(map[string]any{"toolset": args.Toolset, "tools": names, "alreadyEnabled": already})
+	// Some hosts keep the tool list they read at the start of a conversation (Claude Code 2.1 and
+	// Gemini CLI 0.61 offer none of the enabled tools on the next turn: e2e/dynamic-hosts.test.mjs),
+	// so the model is told what to do then, in structuredContent (all Claude Code passes on).
+	ifNot := fmt.Sprintf("This host does not take new tools during a conversation: ask the user to restart cardwriter-mcp "+
+		"with --toolsets cards,%s (or without --dynamic-toolsets).", args.Toolset)
+	return json.Marshal(map[string]any{"toolset": args.Toolset, "tools": names, "alreadyEnabled": already, "ifNotOffered": ifNot})
 }

@@ -10,6 +10,7 @@ import (
 	_ "image/gif"  // avatars may be GIF
 	_ "image/jpeg" // or JPEG
 	"image/png"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -171,6 +172,13 @@ const appsExtension = "io.modelcontextprotocol/ui"
 // appsCapability is what the server declares of the extension: the MIME type of its views.
 func appsCapability() map[string]any {
 	return map[string]any{appsExtension: map[string]any{"mimeTypes": []string{previewMIME}}}
+}
+
+// extensions is the server's extensions: MCP Apps and more.
+func extensions(more map[string]any) map[string]any {
+	all := appsCapability()
+	maps.Copy(all, more)
+	return all
 }
 
 // declaresApps reports whether the client of ctx declared the MCP Apps extension: only such a

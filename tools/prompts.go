@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -179,6 +180,37 @@ func (p prompt) toolNames() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// InvalidPromptArguments returns why the params of a request to method are invalid, for a
+// prompts/get of a prompt of ours that lacks a required argument (absent or blank), so that the
+// request is answered -32602 before mcp-go dispatches it (which answers a handler's error
+// -32603); "" for any other request.
+func InvalidPromptArguments(method string, params json.RawMessage) string {
+	if method != string(mcp.MethodPromptsGet) || len(params) == 0 {
+		return ""
+	}
+	var req struct {
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
+	}
+	if json.Unmarshal(params, &req) != nil {
+		return "" // mcp-go refuses what it cannot decode
+	}
+	i := slices.IndexFunc(prompts, func(p prompt) bool { return p.name == req.Name })
+	if i < 0 {
+		return ""
+	}
+	var missing []string
+	for _, a := range prompts[i].args {
+		if v, _ := req.Arguments[a.name].(string); a.required && strings.TrimSpace(v) == "" {
+			missing = append(missing, a.name)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("prompt %s needs the argument %s", req.Name, strings.Join(missing, ", "))
 }
 
 // addPrompts registers every prompt whose tools are all served.

@@ -102,6 +102,9 @@ type Options struct {
 	TrialShadowsPerUser int
 	// now is the clock of export expiry (tests); nil is time.Now.
 	now func() time.Time
+	// Extensions are extensions the server declares besides MCP Apps (HTTP: the Tasks
+	// extension, which its HTTP layer serves), by identifier.
+	Extensions map[string]any
 	// Hooks, when set, are the server's hooks, to which NewServer adds its own (HTTP: the
 	// shared session state records what sessions negotiate).
 	Hooks *server.Hooks
@@ -167,7 +170,7 @@ func NewServer(client *upstream.Client, opts Options) (*server.MCPServer, error)
 		server.WithRecovery(),
 		server.WithResourceRecovery(),
 		server.WithInstructions(instructions),
-		server.WithExtensions(appsCapability()),
+		server.WithExtensions(extensions(opts.Extensions)),
 		server.WithToolFilter(appsToolFilter),
 	}, append(cacheOptions(opts.Dynamic), completionOptions(client)...)...)...)
 	d := &deps{budget: opts.resultBudget(), client: client, log: log, aside: opts.Aside, jobs: tavernsync.NewJobs(), files: opts.LocalFiles, notes: newNotifier(opts.Notifier), calls: opts.Calls, audit: opts.Audit, observer: opts.Observer}

@@ -94,7 +94,13 @@ func TestHTTPDrainsOnSIGTERM(t *testing.T) {
 	}
 	stopped := make(chan error, 1)
 	go func() { stopped <- proc.stop(syscall.SIGTERM) }()
-	time.Sleep(100 * time.Millisecond)
+	for !strings.Contains(proc.logs.String(), listenerClosed) {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the server never closed its listener after SIGTERM:\n%s", proc.logs.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 	if resp, err := http.Post(mcpURL, "application/json", strings.NewReader(`{}`)); err == nil {
 		resp.Body.Close()
 		t.Errorf("a new connection after SIGTERM was served: %s", resp.Status)

@@ -17,6 +17,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/cardwriter/cardwriter-mcp/internal/msglimit"
 )
 
@@ -118,7 +120,7 @@ func (g *guard) body(next http.Handler) http.Handler {
 		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		if refused := g.messages.Check(body); refused != nil {
 			g.logger.Warn("mcp message refused before decoding", "reason", refused.Reason, "tool", refused.Tool)
-			if g.limited != nil {
+			if g.limited != nil && !refused.Invalid {
 				g.limited("message")
 			}
 			answer := refused.Response()
@@ -127,6 +129,9 @@ func (g *guard) body(next http.Handler) http.Handler {
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
+			if refused.Invalid && mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+				w.WriteHeader(http.StatusBadRequest) // 2026-07-28 answers Invalid params 400
+			}
 			_, _ = w.Write(answer)
 			return
 		}

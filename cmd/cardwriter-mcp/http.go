@@ -31,6 +31,7 @@ import (
 	"github.com/cardwriter/cardwriter-mcp/internal/sealed"
 	"github.com/cardwriter/cardwriter-mcp/internal/sessions"
 	"github.com/cardwriter/cardwriter-mcp/internal/store"
+	"github.com/cardwriter/cardwriter-mcp/internal/tasks"
 	"github.com/cardwriter/cardwriter-mcp/internal/upstream"
 	"github.com/cardwriter/cardwriter-mcp/tools"
 )
@@ -147,7 +148,7 @@ func defaultMaxBody() int64 { return tools.LargestArgument(tools.All()) + 1<<20 
 func messageLimits() *msglimit.Limits {
 	args := tools.NewArgumentLimits(tools.All())
 	return &msglimit.Limits{Depth: msglimit.DefaultDepth, Values: msglimit.DefaultValues, Envelope: msglimit.DefaultEnvelope,
-		Argument: args.Argument, Arguments: args.Arguments}
+		Argument: args.Argument, Arguments: args.Arguments, Invalid: tools.InvalidPromptArguments}
 }
 
 // requestUser is who an MCP request over HTTP acts for, wherever users must be told apart (the
@@ -332,6 +333,8 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	sess.SetLimits(sessionLimits)
 	f.hooks = &server.Hooks{}
 	sess.Hooks(f.hooks)
+	afterListen(f.hooks)
+	f.extensions = map[string]any{tasks.Extension: map[string]any{}}
 	f.notifier = httpNotifier{sess}
 	b, err := f.newBackend(stderr, base)
 	if err != nil {
@@ -384,7 +387,8 @@ func runHTTP(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		allowedOrigins: allowedOrigins, allowedHosts: allowedHosts,
 		loopback: loopback, public: deployedPublic(af.publicURL), maxBody: *maxBody, bodyTimeout: *bodyTimeout, logger: b.logger, limited: limited, messages: messageLimits(),
 	}
-	g.next = az.protect(g.body(protocolHTTP(sess.Gate(streamable))))
+	taskStore := &tasks.Store{KV: f.state, TTL: taskTTL, PollInterval: taskPoll}
+	g.next = az.protect(g.body(protocolHTTP(tasksHTTP(taskStore, sess.Gate(listenHTTP(streamable))))))
 	mux := http.NewServeMux()
 	mux.Handle(proxy.MCPPath, g)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok\n") })

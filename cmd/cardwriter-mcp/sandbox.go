@@ -70,6 +70,9 @@ func serve(ctx context.Context, ln net.Listener, handler http.Handler, logger in
 	return serveDraining(ctx, ln, handler, logger, defaultDrain, nil)
 }
 
+// listenerClosed is the log line of a draining server once it takes no new connection.
+const listenerClosed = "listener closed: no new connection is taken"
+
 // defaultDrain is how long a server lets running requests finish after SIGTERM.
 const defaultDrain = 30 * time.Second
 
@@ -93,6 +96,9 @@ func serveDraining(ctx context.Context, ln net.Listener, handler http.Handler, l
 	if onDrain != nil {
 		srv.RegisterOnShutdown(onDrain)
 	}
+	// Shutdown runs this once its listeners are closed: the line says no new connection is
+	// taken (a test waits for it).
+	srv.RegisterOnShutdown(func() { logger.Info(listenerClosed) })
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -67,6 +67,8 @@ type serverFlags struct {
 	// limits and callTimeout (http) protect the card service and the users from one another.
 	limits      *upstream.Limits
 	callTimeout time.Duration
+	// extensions (http) are the extensions the server's HTTP layer serves (Tasks).
+	extensions map[string]any
 	// hooks (http) record what MCP sessions negotiate in the shared store.
 	hooks *server.Hooks
 	// dynamic (stdio, --dynamic-toolsets): the model enables toolsets by a tool call.
@@ -189,6 +191,7 @@ func (f *serverFlags) newBackend(stderr io.Writer, sandboxBase string) (*backend
 		Logger:       logger,
 		Version:      serverVersion(),
 		Hooks:        f.hooks,
+		Extensions:   f.extensions,
 		Dynamic:      f.dynamic,
 		ResultBudget: budget,
 		MatchBudget:  cpubudget.New(f.matchBudget, f.matchUserBudget),

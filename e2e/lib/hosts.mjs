@@ -206,6 +206,9 @@ const geminiCLI = {
   // Gemini CLI declares wait_for_previous on every tool and passes it on to the server.
   added: { wait_for_previous: true },
   readFile: { tool: 'read_file', args: (path) => ({ file_path: path }) },
+  // read_file cuts every line at 2,000 characters, so a file of one long line (a card's JSON) is
+  // read whole through the shell, as a model there does.
+  readWhole: { tool: 'run_shell_command', args: (path) => ({ command: `cat ${path}`, description: 'Read the file whole' }) },
   // Over HTTP it signs in by itself (MCP authorization), asking the terminal first.
   signsIn: true,
   env: (model) => ({ GOOGLE_GEMINI_BASE_URL: model.url, GEMINI_API_KEY: 'standin' }),
@@ -246,7 +249,9 @@ const geminiCLI = {
     // The server's tools allowed without a confirmation, which a run without a terminal cannot
     // ask for (a rule of Gemini's policy engine, as --allowedTools for Claude Code).
     const policy = join(h.home, 'cardwriter.toml');
-    writeFileSync(policy, `[[rule]]\nmcpName = ${JSON.stringify(name)}\ntoolName = "*"\ndecision = "allow"\npriority = 100\n`);
+    // And `cat` in the shell (readWhole).
+    writeFileSync(policy, `[[rule]]\nmcpName = ${JSON.stringify(name)}\ntoolName = "*"\ndecision = "allow"\npriority = 100\n\n`
+      + '[[rule]]\ntoolName = "run_shell_command"\ncommandPrefix = "cat"\ndecision = "allow"\npriority = 100\n');
     // A model named on the command line: Gemini CLI then asks no classifier which model to use.
     // Its sign-in question ("Do you want to continue? [Y/n]") is answered yes at the terminal.
     return run(this.command, [this.script, '-p', text, '-m', 'gemini-2.5-flash', '--policy', policy, '--output-format', 'text'],

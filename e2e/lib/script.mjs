@@ -5,7 +5,8 @@
 //
 // Steps:
 //   {call: 'tool', args: (s) => ({...}), as: 'name'}   a call of the server's tool; its result is s.r[as ?? tool]
-//   {read: (s) => path, as: 'name'}                     the host's own file reader on an absolute path
+//   {read: (s) => path, as: 'name', whole}              the host's own file reader on an absolute path (whole:
+//                                                       the file read whole, where the reader cuts long lines)
 //   {if: (s) => bool, then: [steps], else: [steps]}
 //   {repeat: [steps], while: (s) => bool}               the steps once, then again while the test holds
 //   {meanwhile: async (s) => {}}                        something outside the model happens (another assistant writes)
@@ -81,7 +82,7 @@ async function* walk(steps, s) {
       return;
     } else if (step.read) {
       const path = step.read(s);
-      const r = yield { read: path };
+      const r = yield { read: path, whole: step.whole };
       s.r[step.as] = { ...r, args: { path } };
       s.last = r;
     } else if (step.call) {
@@ -134,9 +135,10 @@ export function player(steps, host, extra = {}) {
         return value;
       }
       if (value.read) {
-        waiting = host.readFile.tool;
-        s.calls.push(host.readFile.tool);
-        return { calls: [{ tool: host.readFile.tool, args: host.readFile.args(value.read), host: true }] };
+        const reader = (value.whole && host.readWhole) || host.readFile;
+        waiting = reader.tool;
+        s.calls.push(reader.tool);
+        return { calls: [{ tool: reader.tool, args: reader.args(value.read), host: true }] };
       }
       waiting = value.call;
       s.calls.push(value.call);
@@ -145,13 +147,23 @@ export function player(steps, host, extra = {}) {
   };
 }
 
+/**
+ * What a command printed, from Gemini CLI's shell result ("Output: ..." and other labelled lines,
+ * inside <untrusted_context>); undefined for another text.
+ */
+function shellOutput(text) {
+  const m = text.replace(/^\s*<untrusted_context[^>]*>\n?/, '').replace(/\n?<\/untrusted_context>\s*$/, '')
+    .match(/^Output: ([\s\S]*?)(?:\n(?:Error|Exit Code|Signal|Background PIDs|Process Group PGID): [\s\S]*)?$/);
+  return m ? m[1] : undefined;
+}
+
 /** The text of a host's file reader's result (Claude Code numbers the lines: numbers dropped). */
 export function fileText(r) {
   let text = r.shown;
   try {
-    // Gemini CLI: {"output": the file's text}
     const v = JSON.parse(text);
-    if (typeof v?.output === 'string') text = v.output;
+    // Gemini CLI: {"output": the file's text}, or from its shell {"output": "Output: the text"}
+    if (typeof v?.output === 'string') text = shellOutput(v.output) ?? v.output;
   } catch {
     // the text itself
   }

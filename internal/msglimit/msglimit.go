@@ -44,6 +44,10 @@ type Limits struct {
 	Argument func(tool, name string) int64
 	// Arguments returns the most bytes (as JSON) of tool's arguments object.
 	Arguments func(tool string) int64
+	// Invalid, when set, returns why the params of a request to method are invalid (answered
+	// -32602 Invalid params before any handler runs), "" when they are not; it is called for
+	// messages within the limits that are no tools/call.
+	Invalid func(method string, params json.RawMessage) string
 }
 
 // Refusal is a message refused, with what the answer to it needs.
@@ -53,8 +57,11 @@ type Refusal struct {
 	// Tool is the tool called, for a tools/call; its answer is then a tool result the model
 	// reads (isError), so that it can send less.
 	Tool string
-	// Reason says what is over which limit.
+	// Reason says what is over which limit, or what is invalid.
 	Reason string
+	// Invalid is set when the request's params are invalid (Limits.Invalid): the answer is
+	// -32602 Invalid params.
+	Invalid bool
 }
 
 func (r *Refusal) Error() string { return r.Reason }
@@ -70,6 +77,8 @@ func (r *Refusal) Response() []byte {
 			"isError": true,
 			"content": []map[string]string{{"type": "text", "text": "Invalid arguments: " + r.Reason}},
 		}}
+	} else if r.Invalid {
+		msg = map[string]any{"jsonrpc": "2.0", "id": r.ID, "error": map[string]any{"code": -32602, "message": "Invalid params: " + r.Reason}}
 	} else {
 		msg = map[string]any{"jsonrpc": "2.0", "id": r.ID, "error": map[string]any{"code": -32600, "message": "Invalid Request: " + r.Reason}}
 	}
@@ -92,6 +101,13 @@ func (l *Limits) Check(msg []byte) *Refusal {
 	if w.method != "tools/call" {
 		if int64(len(msg)) > l.Envelope {
 			return w.refusal(fmt.Sprintf("the message is %d bytes; at most %d are accepted", len(msg), l.Envelope))
+		}
+		if l.Invalid != nil && len(w.id) > 0 {
+			if reason := l.Invalid(w.method, w.params); reason != "" {
+				r := w.refusal(reason)
+				r.Invalid = true
+				return r
+			}
 		}
 		return nil
 	}
@@ -146,8 +162,9 @@ type walker struct {
 	method    string
 	id        json.RawMessage
 	tool      string
-	args      []argument // each argument of the arguments object(s), as met
-	argsBytes int64      // the arguments object(s), in all
+	params    json.RawMessage // the params member as it came (not copied)
+	args      []argument      // each argument of the arguments object(s), as met
+	argsBytes int64           // the arguments object(s), in all
 }
 
 func (w *walker) space() {
@@ -284,6 +301,8 @@ func (w *walker) note(r role, key string, raw []byte) {
 		if len(raw) <= 256 {
 			w.id = json.RawMessage(bytes.Clone(raw))
 		}
+	case r == roleTop && strings.EqualFold(key, "params"):
+		w.params = raw
 	case r == roleParams && strings.EqualFold(key, "name"):
 		w.tool = shortString(raw)
 	}
