@@ -10,17 +10,17 @@
 // Skipped when a host is not installed, failing under CI=true.
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { runJoined } from './lib/hosts.mjs';
 import { BIN, cleanEnv } from './lib/harness.mjs';
 import { startModel } from './lib/standin-model.mjs';
 
 const modules = join(dirname(fileURLToPath(import.meta.url)), 'node_modules');
-const RUN_MS = 120000;
 const SERVER = ['stdio', '--sandbox', '--dynamic-toolsets'];
 const PROMPT = 'Build a worldbook for the Old Road.';
 
@@ -34,25 +34,6 @@ function hostEnv(home, extra) {
     HOME: home, XDG_CONFIG_HOME: join(home, '.config'), NO_COLOR: '1', ...extra };
 }
 
-/** Runs a host command (its process group killed after RUN_MS); resolves with code and output. */
-function run(command, args, { env, cwd }) {
-  return new Promise((resolve) => {
-    const p = spawn(command, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    let out = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => process.kill(-p.pid, 'SIGKILL'), RUN_MS);
-    p.on('close', (code) => {
-      clearTimeout(timer);
-      try {
-        process.kill(-p.pid, 'SIGKILL');
-      } catch {
-        // the group is gone
-      }
-      resolve({ code, out });
-    });
-  });
-}
 
 const HOSTS = [
   {
@@ -63,11 +44,11 @@ const HOSTS = [
     env: (model) => ({ ANTHROPIC_BASE_URL: model.url, ANTHROPIC_API_KEY: 'sk-ant-standin', CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
       DISABLE_AUTOUPDATER: '1', ENABLE_TOOL_SEARCH: 'false' }),
     async configure(h) {
-      const r = await run(this.command, ['mcp', 'add', 'cardwriter', '--', BIN, ...SERVER], { env: h.env, cwd: h.home });
+      const r = await runJoined(this.command, ['mcp', 'add', 'cardwriter', '--', BIN, ...SERVER], { env: h.env, cwd: h.home });
       assert.equal(r.code, 0, r.out);
     },
     prompt(h) {
-      return run(this.command, ['-p', PROMPT, '--allowedTools', 'mcp__cardwriter', '--output-format', 'json'], { env: h.env, cwd: h.home });
+      return runJoined(this.command, ['-p', PROMPT, '--allowedTools', 'mcp__cardwriter', '--output-format', 'json'], { env: h.env, cwd: h.home });
     },
   },
   {
@@ -89,7 +70,7 @@ const HOSTS = [
     prompt(h) {
       const policy = join(h.home, 'cardwriter.toml');
       writeFileSync(policy, '[[rule]]\nmcpName = "cardwriter"\ntoolName = "*"\ndecision = "allow"\npriority = 100\n');
-      return run(this.command, [...this.args, '-p', PROMPT, '-m', 'gemini-2.5-flash', '--policy', policy, '--output-format', 'text'], { env: h.env, cwd: h.home });
+      return runJoined(this.command, [...this.args, '-p', PROMPT, '-m', 'gemini-2.5-flash', '--policy', policy, '--output-format', 'text'], { env: h.env, cwd: h.home });
     },
   },
 ];

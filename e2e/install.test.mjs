@@ -9,12 +9,13 @@
 // nothing beyond loopback. Skipped without git or a host, failing under CI=true.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { runJoined } from './lib/hosts.mjs';
 import { cleanEnv, serverFor } from './lib/harness.mjs';
 import { readmeBlock } from './lib/readme.mjs';
 
@@ -23,35 +24,14 @@ const ROOT = join(here, '..');
 const modules = join(here, 'node_modules');
 const README_URL = 'http://127.0.0.1:8080/mcp';
 const RUN_MS = 240000;
+/** runJoined with RUN_MS: builds and installs take longer than a host's turn. */
+const runLong = (command, args, opts) => runJoined(command, args, { ...opts, ms: RUN_MS });
 const CI = process.env.CI === 'true';
 
-/** Runs a command (its own process group, killed after RUN_MS); resolves with code and output. */
-function run(command, args, { env, cwd }) {
-  return new Promise((resolve) => {
-    const p = spawn(command, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    let out = '';
-    p.stdout.on('data', (d) => (out += d));
-    p.stderr.on('data', (d) => (out += d));
-    const timer = setTimeout(() => process.kill(-p.pid, 'SIGKILL'), RUN_MS);
-    p.on('error', (err) => {
-      clearTimeout(timer);
-      resolve({ code: -1, out: `${out}\n${err.message}` });
-    });
-    p.on('close', (code) => {
-      clearTimeout(timer);
-      try {
-        process.kill(-p.pid, 'SIGKILL'); // a server a host left running
-      } catch {
-        // gone
-      }
-      resolve({ code, out });
-    });
-  });
-}
 
 /** Runs the lines of a README block, as the user pastes them, in one bash -e, then more. */
 function shell(lines, more, opts) {
-  return run('bash', ['-e', '-c', `${lines}\n${more}`], opts);
+  return runLong('bash', ['-e', '-c', `${lines}\n${more}`], opts);
 }
 
 /** A Go setting of this machine (the caches the builds share). */
@@ -141,7 +121,7 @@ describe('the README, followed by a new user', { skip: !CI && why ? why : false 
     const dl = join(home, 'Downloads');
     const goos = goEnv('GOOS');
     const goarch = goEnv('GOARCH');
-    const rel = await run('bash', ['.ci/release', 'v0.0.0-readme'], { env: { ...env, RELEASE_TARGETS: `${goos}/${goarch}`, RELEASE_OUT: dl }, cwd: clone });
+    const rel = await runLong('bash', ['.ci/release', 'v0.0.0-readme'], { env: { ...env, RELEASE_TARGETS: `${goos}/${goarch}`, RELEASE_OUT: dl }, cwd: clone });
     assert.equal(rel.code, 0, rel.out);
     const lines = readmeBlock('install-archive').replaceAll('linux_amd64', `${goos}_${goarch}`);
     // ~/.local/bin is on PATH in most Linux shells (their profile adds it once it exists).
@@ -158,7 +138,7 @@ describe('the README, followed by a new user', { skip: !CI && why ? why : false 
     assert.equal(r.code, 0, r.out);
     const elsewhere = join(home, 'some', 'other', 'folder');
     mkdirSync(elsewhere, { recursive: true });
-    const list = await run('claude', ['mcp', 'list'], { env: hostEnv, cwd: elsewhere });
+    const list = await runLong('claude', ['mcp', 'list'], { env: hostEnv, cwd: elsewhere });
     for (const name of ['cardwriter-sandbox', 'cardwriter-http', 'cardwriter']) {
       const row = list.out.split('\n').find((l) => l.startsWith(`${name}:`));
       assert.ok(row && /Connected/.test(row) && !/Failed|Needs/.test(row), `claude mcp list from another folder does not show ${name} connected:\n${list.out}`);
@@ -174,13 +154,13 @@ describe('the README, followed by a new user', { skip: !CI && why ? why : false 
     mkdirSync(work, { recursive: true });
     const rowOf = (out, name) => out.split('\n').find((l) => l.includes(` ${name}:`));
     const names = Object.keys(JSON.parse(readmeBlock('gemini-cli')).mcpServers);
-    const untrusted = await run(process.execPath, gemini, { env: hostEnv, cwd: work });
+    const untrusted = await runLong(process.execPath, gemini, { env: hostEnv, cwd: work });
     for (const name of names) {
       assert.match(rowOf(untrusted.out, name) ?? '', /Disabled/, `before the folder is trusted, gemini mcp list shows ${name} otherwise:\n${untrusted.out}`);
     }
     const trust = await shell(readmeBlock('gemini-trust'), '', { env: hostEnv, cwd: work });
     assert.equal(trust.code, 0, trust.out);
-    const list = await run(process.execPath, gemini, { env: hostEnv, cwd: work });
+    const list = await runLong(process.execPath, gemini, { env: hostEnv, cwd: work });
     for (const name of names) {
       const row = rowOf(list.out, name);
       assert.ok(row && /Connected/.test(row) && !/Disconnected|Disabled/.test(row), `gemini mcp list does not show ${name} connected:\n${list.out}`);

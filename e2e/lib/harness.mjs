@@ -4,6 +4,9 @@
 import { spawn } from 'node:child_process';
 import assert from 'node:assert/strict';
 import http from 'node:http';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport as StdioV1 } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -122,7 +125,10 @@ export function stopProcess(proc) {
 
 /** Starts `cardwriter-mcp http` (by default with the in-process sandbox); returns its /mcp URL. */
 export async function startHTTP(args = ['--sandbox'], env = {}) {
-  const p = await startProcess(['http', '--addr', '127.0.0.1:0', '--log-level', 'warn', ...args], /MCP endpoint: (http:\/\/\S+\/mcp)/, { env });
+  // A state directory of its own unless args name one: one server per state directory, and the
+  // test files run two at a time.
+  const state = args.includes('--state-dir') ? [] : ['--state-dir', mkdtempSync(join(tmpdir(), 'cw-http-state-'))];
+  const p = await startProcess(['http', '--addr', '127.0.0.1:0', '--log-level', 'warn', ...state, ...args], /MCP endpoint: (http:\/\/\S+\/mcp)/, { env });
   return { ...p, url: p.match[1] };
 }
 

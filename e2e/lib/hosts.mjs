@@ -57,6 +57,12 @@ export function hostEnv(home, extra) {
   return { ...env, ...offline, PATH: path, HOME: home, XDG_CONFIG_HOME: join(home, '.config'), NO_COLOR: '1', ...extra };
 }
 
+/** run, with the command's stdout and stderr together as out (what a person at the terminal reads). */
+export async function runJoined(command, args, opts) {
+  const r = await run(command, args, opts);
+  return { ...r, out: r.stdout + r.stderr };
+}
+
 /** A home directory for a host's runs, with its environment; remove() deletes it. */
 export function hostHome(host, model) {
   const home = mkdtempSync(join(tmpdir(), 'cardwriter-agent-'));
@@ -68,7 +74,7 @@ export function hostHome(host, model) {
  * its exit code, stdout and stderr. answers maps a question the command prints (a RegExp) to the
  * line typed in answer, once each, as the person at the terminal does.
  */
-export function run(command, args, { env, cwd, answers = [] }) {
+export function run(command, args, { env, cwd, answers = [], ms = RUN_MS }) {
   return new Promise((resolve) => {
     const p = spawn(command, args, { env, cwd, stdio: [answers.length ? 'pipe' : 'ignore', 'pipe', 'pipe'], detached: true });
     let stdout = '';
@@ -96,7 +102,7 @@ export function run(command, args, { env, cwd, answers = [] }) {
     const timer = setTimeout(() => {
       timedOut = true;
       process.kill(-p.pid, 'SIGKILL');
-    }, RUN_MS);
+    }, ms);
     p.on('error', (err) => {
       clearTimeout(timer);
       resolve({ code: -1, stdout, stderr: `${stderr}\n${err.message}`, timedOut });
