@@ -43,26 +43,57 @@ func (c *countingKV) Delete(ctx context.Context, keys ...string) error {
 	return c.KV.Delete(ctx, keys...)
 }
 
+// batchingKV is a countingKV over a store that batches (as the embedded store does): a batch
+// counts as one operation.
+type batchingKV struct {
+	*countingKV
+	b store.Batcher
+}
+
+func (c batchingKV) Batch(ctx context.Context, fn func(tx store.Tx) error) error {
+	c.n.Add(1)
+	return c.b.Batch(ctx, fn)
+}
+
 // TestRevisionWriteCost guards what a write with a revision costs, deterministically: one
 // read of the card before the write and no other card service request (no identity
-// operation: the owner asks nobody) and two store operations (the revision, the index).
-// internal/revisions' TestKeepAllocs guards the allocations.
+// operation: the owner asks nobody), and one store transaction where the store batches (the
+// embedded store: one sync), else two store operations (the revision, the index).
+// internal/revisions' TestKeepAllocs and TestKeepKVAllocs guard the allocations.
 func TestRevisionWriteCost(t *testing.T) {
 	t.Parallel()
-	kv := &countingKV{KV: store.NewMemory()}
-	e := newEnv(t, Options{Revisions: revisions.New(kv, revisions.DefaultRetention())})
-	roleID := e.ok("create_card", `{"roleName":"Costly"}`)["roleId"].(string)
-	for i := range 3 {
-		before, ops := e.requests.n.Load(), kv.n.Load()
-		write(t, e, "set_opening_lines", jsonArg(t, map[string]any{"roleId": roleID, "roleWelcome": strings.Repeat("w", i+1)}))
-		if got := e.requests.n.Load() - before; got != 2 {
-			t.Errorf("write %d: %d card service requests, want 2 (the read before it, the write)", i, got)
-		}
-		if got := kv.n.Load() - ops; got != 2 {
-			t.Errorf("write %d: %d store operations, want 2 (the revision, the index)", i, got)
-		}
+	for _, tc := range []struct {
+		name    string
+		kv      func() (store.KV, *atomic.Int64)
+		wantOps int64
+	}{
+		{"store that batches", func() (store.KV, *atomic.Int64) {
+			mem := store.NewMemory()
+			c := &countingKV{KV: mem}
+			return batchingKV{c, mem}, &c.n
+		}, 1},
+		{"store that does not batch", func() (store.KV, *atomic.Int64) {
+			c := &countingKV{KV: store.NewMemory()}
+			return c, &c.n
+		}, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			kv, n := tc.kv()
+			e := newEnv(t, Options{Revisions: revisions.New(kv, revisions.DefaultRetention())})
+			roleID := e.ok("create_card", `{"roleName":"Costly"}`)["roleId"].(string)
+			for i := range 3 {
+				before, ops := e.requests.n.Load(), n.Load()
+				write(t, e, "set_opening_lines", jsonArg(t, map[string]any{"roleId": roleID, "roleWelcome": strings.Repeat("w", i+1)}))
+				if got := e.requests.n.Load() - before; got != 2 {
+					t.Errorf("write %d: %d card service requests, want 2 (the read before it, the write)", i, got)
+				}
+				if got := n.Load() - ops; got != tc.wantOps {
+					t.Errorf("write %d: %d store operations, want %d", i, got, tc.wantOps)
+				}
+			}
+		})
 	}
-
 }
 
 // TestRevisionStoreFault: a write whose revision cannot be saved (this server's folder is

@@ -179,7 +179,7 @@ type backend interface {
 
 // New returns a store of revisions in kv, kept as keep says.
 func New(kv store.KV, keep Retention) *Store {
-	return &Store{b: kvBackend{kv}, keep: keep, now: time.Now}
+	return &Store{b: kvBackend{kv: kv, index: newIndexCache()}, keep: keep, now: time.Now}
 }
 
 // Name describes where the store keeps its records, for logs, doctor and /readyz.

@@ -363,3 +363,59 @@ func TestEncodeRevision(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepKVAllocs guards the cost of keeping a revision in a store.KV whose owner's index is
+// long already: the index is neither decoded nor encoded whole again (the index cache), and the
+// store is written once (store.Batcher: one transaction, one sync).
+func TestKeepKVAllocs(t *testing.T) {
+	kv := &batchCounter{Memory: store.NewMemory()}
+	s := New(kv, DefaultRetention())
+	state := json.RawMessage(`{"fields":{"roleWelcome":"Hello there.","welcomeAlternates":[],"prologue":[]}}`)
+	n := 0
+	keepOne := func() {
+		n++
+		if _, err := s.Keep(context.Background(), alice, &Revision{Kind: KindCard, ObjectID: "r_" + strconv.Itoa(n%100), Tool: "set_opening_lines", State: state}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 300 { // an index of 300 entries
+		keepOne()
+	}
+	if kv.batches != 300 || kv.other != 0 {
+		t.Errorf("300 revisions kept in %d transactions and %d other store operations, want 300 and 0", kv.batches, kv.other)
+	}
+	maxAllocs := 60.0 // 46 measured (2026-11-28); decoding the index whole again costs thousands
+	if raceEnabled {
+		maxAllocs = 75 // 54 measured
+	}
+	got := testing.AllocsPerRun(100, keepOne)
+	t.Logf("%.0f allocations", got)
+	if got > maxAllocs {
+		t.Errorf("keeping a revision in a store with a 300-entry index: %.0f allocations, want at most %.0f", got, maxAllocs)
+	}
+	list, err := s.List(context.Background(), alice, "", "")
+	if err != nil || len(list) != 401 {
+		t.Fatalf("listed %d revisions (%v), want 401", len(list), err)
+	}
+}
+
+// batchCounter counts a Memory's batches and its other writes.
+type batchCounter struct {
+	*store.Memory
+	batches, other int
+}
+
+func (b *batchCounter) Batch(ctx context.Context, fn func(tx store.Tx) error) error {
+	b.batches++
+	return b.Memory.Batch(ctx, fn)
+}
+
+func (b *batchCounter) Set(ctx context.Context, k string, v []byte, ttl time.Duration) error {
+	b.other++
+	return b.Memory.Set(ctx, k, v, ttl)
+}
+
+func (b *batchCounter) Update(ctx context.Context, k string, ttl time.Duration, f func([]byte) ([]byte, error)) ([]byte, error) {
+	b.other++
+	return b.Memory.Update(ctx, k, ttl, f)
+}

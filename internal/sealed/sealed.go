@@ -43,16 +43,57 @@ type broadcastKV struct {
 	store.Broadcaster
 }
 
+// batchKV is a KV over a backend that batches writes (store.Batcher).
+type batchKV struct {
+	*KV
+	b store.Batcher
+}
+
 // New returns kv with the values of keys under prefixes sealed with key (at least KeySize
 // bytes); onForged, when not nil, is told the store key of each record refused. The result is a
-// store.Broadcaster when kv is.
+// store.Broadcaster when kv is, and a store.Batcher when kv is.
 func New(kv store.KV, key []byte, onForged func(key string), prefixes ...string) store.KV {
 	s := &KV{KV: kv, key: key, prefixes: prefixes, onForged: onForged}
-	if b, ok := kv.(store.Broadcaster); ok {
-		return broadcastKV{s, b}
+	bc, broadcasts := kv.(store.Broadcaster)
+	bt, batches := kv.(store.Batcher)
+	switch {
+	case broadcasts && batches:
+		return broadcastBatchKV{batchKV{s, bt}, bc}
+	case broadcasts:
+		return broadcastKV{s, bc}
+	case batches:
+		return batchKV{s, bt}
 	}
 	return s
 }
+
+// broadcastBatchKV is a KV over a backend that both broadcasts and batches (Memory).
+type broadcastBatchKV struct {
+	batchKV
+	store.Broadcaster
+}
+
+// Batch runs fn in one transaction of the backend, its values sealed and opened as KV's are.
+func (s batchKV) Batch(ctx context.Context, fn func(tx store.Tx) error) error {
+	return s.b.Batch(ctx, func(tx store.Tx) error { return fn(sealedTx{s.KV, tx}) })
+}
+
+// sealedTx is a store.Tx whose values under the prefixes are sealed.
+type sealedTx struct {
+	s  *KV
+	tx store.Tx
+}
+
+func (t sealedTx) Get(key string) ([]byte, error) {
+	raw, err := t.tx.Get(key)
+	return t.s.read(key, raw, err)
+}
+
+func (t sealedTx) Set(key string, value []byte, ttl time.Duration) error {
+	return t.tx.Set(key, t.s.seal(key, value), ttl)
+}
+
+func (t sealedTx) Delete(keys ...string) error { return t.tx.Delete(keys...) }
 
 // covers reports whether key's values are sealed.
 func (s *KV) covers(key string) bool {

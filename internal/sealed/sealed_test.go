@@ -61,3 +61,34 @@ func TestSealed(t *testing.T) {
 		t.Errorf("a key under no prefix stored as %q", v)
 	}
 }
+
+// TestSealedBatch: over a store that batches, a batch's values are sealed as Set's and read
+// as Get's; a forged value reads as absent within the batch too.
+func TestSealedBatch(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	raw := store.NewMemory()
+	kv := New(raw, bytes.Repeat([]byte{1}, KeySize), nil, "rev:")
+	b, ok := kv.(store.Batcher)
+	if !ok {
+		t.Fatal("sealed over a store that batches does not batch")
+	}
+	if err := raw.Set(ctx, "rev:planted", []byte("planted"), 0); err != nil {
+		t.Fatal(err)
+	}
+	err := b.Batch(ctx, func(tx store.Tx) error {
+		if _, err := tx.Get("rev:planted"); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("a forged value within a batch: %v, want absent", err)
+		}
+		return tx.Set("rev:a", []byte("mine"), 0)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := kv.Get(ctx, "rev:a"); err != nil || string(v) != "mine" {
+		t.Fatalf("a value written in a batch: %q %v", v, err)
+	}
+	if v, _ := raw.Get(ctx, "rev:a"); string(v) == "mine" {
+		t.Error("a batch stored its value unsealed")
+	}
+}

@@ -51,7 +51,7 @@ func OpenBolt(path string) (*Bolt, error) {
 	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
 		return nil, fmt.Errorf("store: the state directory: %w", err)
 	}
-	db, err := bolt.Open(abs, 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bolt.Open(abs, 0o600, boltOptions())
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("store: %s is in use by another process: one server per state directory (run several replicas on --store redis://...)", abs)
 	}
@@ -76,6 +76,14 @@ func OpenBolt(path string) (*Bolt, error) {
 	}
 	go b.sweeper()
 	return b, nil
+}
+
+// boltOptions are the options the store's file is opened with. The free-page list is not
+// written at each commit (bbolt rebuilds it from the pages at open): a commit then writes the
+// pages it changed and its meta page, and nothing that grows with the file's free space. The
+// map form of the list frees and allocates in constant time.
+func boltOptions() *bolt.Options {
+	return &bolt.Options{Timeout: time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType}
 }
 
 // Path returns the file's path.
@@ -204,17 +212,7 @@ func (b *Bolt) Touch(_ context.Context, key string, ttl time.Duration) error {
 }
 
 func (b *Bolt) Delete(_ context.Context, keys ...string) error {
-	return b.fail(b.update(func(tx *bolt.Tx) error {
-		for _, k := range keys {
-			if err := tx.Bucket(bucketVals).Delete([]byte(k)); err != nil {
-				return err
-			}
-			if err := tx.Bucket(bucketLists).DeleteBucket([]byte(k)); err != nil && !errors.Is(err, bolterrors.ErrBucketNotFound) {
-				return err
-			}
-		}
-		return nil
-	}))
+	return b.fail(b.update(func(tx *bolt.Tx) error { return deleteTx(tx, keys) }))
 }
 
 func (b *Bolt) Scan(ctx context.Context, prefix string, fn func(key string) error) error {
@@ -411,7 +409,7 @@ func (b *Bolt) compactIfSparse() error {
 		d.Close()
 	}
 	// Open the file again whether or not the rename took (then it is the old one, whole).
-	db, err := bolt.Open(b.path, 0o600, &bolt.Options{Timeout: time.Second})
+	db, err := bolt.Open(b.path, 0o600, boltOptions())
 	if err != nil {
 		return &UnavailableError{Backend: b.Name(), Err: fmt.Errorf("reopen after compaction: %w", err)}
 	}

@@ -526,3 +526,66 @@ func TestRedisReplicaWait(t *testing.T) {
 		t.Errorf("replicas=0: %v", err)
 	}
 }
+
+// TestBatch: the backends that batch (Bolt, Memory) apply a batch's writes together, see them
+// within it, and apply none when its function fails.
+func TestBatch(t *testing.T) {
+	t.Parallel()
+	for name, open := range backends(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			kv := open(t)
+			b, ok := kv.(store.Batcher)
+			if !ok {
+				t.Skipf("%s does not batch", name)
+			}
+			ctx := context.Background()
+			if err := kv.Set(ctx, "old", []byte("o"), 0); err != nil {
+				t.Fatal(err)
+			}
+			boom := errors.New("boom")
+			err := b.Batch(ctx, func(tx store.Tx) error {
+				if err := tx.Set("x", []byte("1"), 0); err != nil {
+					return err
+				}
+				if err := tx.Delete("old"); err != nil {
+					return err
+				}
+				return boom
+			})
+			if !errors.Is(err, boom) {
+				t.Fatalf("a failed batch: %v, want its error", err)
+			}
+			if _, err := kv.Get(ctx, "x"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("a failed batch's write is there: %v", err)
+			}
+			if v, err := kv.Get(ctx, "old"); err != nil || string(v) != "o" {
+				t.Errorf("a failed batch's delete applied: %q %v", v, err)
+			}
+			err = b.Batch(ctx, func(tx store.Tx) error {
+				if err := tx.Set("x", []byte("1"), time.Hour); err != nil {
+					return err
+				}
+				if v, err := tx.Get("x"); err != nil || string(v) != "1" {
+					t.Errorf("within the batch, x: %q %v", v, err)
+				}
+				if err := tx.Delete("old"); err != nil {
+					return err
+				}
+				if _, err := tx.Get("old"); !errors.Is(err, store.ErrNotFound) {
+					t.Errorf("within the batch, a deleted key: %v", err)
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v, err := kv.Get(ctx, "x"); err != nil || string(v) != "1" {
+				t.Errorf("after the batch, x: %q %v", v, err)
+			}
+			if _, err := kv.Get(ctx, "old"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("after the batch, the deleted key: %v", err)
+			}
+		})
+	}
+}

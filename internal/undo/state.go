@@ -1,6 +1,7 @@
 package undo
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -102,18 +103,27 @@ var entryKeptOut = []string{"lastUpdateTime", "activationCount"}
 // EntryFields are the fields of a worldbook entry a write sets.
 var EntryFields = []string{"name", "content", "keywords", "secondaryKeywords", "matchOptions", "category", "isEnabled", "isConstant", "priority", "sortOrder"}
 
-// ReadWorldbook reads a worldbook's metadata (unless wb holds it already) and entries.
+// ReadWorldbook reads a worldbook's metadata (unless wb holds it already) and entries: both at
+// once, so that the read before a write waits for one exchange, not two. The metadata's error
+// comes first (a worldbook that does not exist).
 func ReadWorldbook(ctx context.Context, client *upstream.Client, id string, wb *upstream.Worldbook) (WorldbookState, error) {
-	if wb == nil {
-		var err error
-		if wb, err = client.GetWorldbook(ctx, id); err != nil {
-			return WorldbookState{}, err
-		}
-	}
 	var list struct {
 		Entries []map[string]json.RawMessage `json:"entries"`
 	}
-	if err := client.Call(ctx, "listWorldbookEntries", map[string]string{"worldbookId": id}, nil, &list); err != nil {
+	listEntries := func() error {
+		return client.Call(ctx, "listWorldbookEntries", map[string]string{"worldbookId": id}, nil, &list)
+	}
+	var err error
+	if wb == nil {
+		listed := make(chan error, 1)
+		go func() { listed <- listEntries() }()
+		var werr error
+		wb, werr = client.GetWorldbook(ctx, id)
+		err = cmp.Or(werr, <-listed)
+	} else {
+		err = listEntries()
+	}
+	if err != nil {
 		return WorldbookState{}, err
 	}
 	for _, e := range list.Entries {

@@ -8,7 +8,6 @@ package undo
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -83,7 +82,7 @@ func (r *Run) Keep(ctx context.Context, kind, id string, changes []string, state
 	if r.Store == nil {
 		return nil
 	}
-	data, err := json.Marshal(state)
+	data, err := encodeState(state)
 	if err != nil {
 		return fmt.Errorf("encode the revision: %w", err)
 	}
